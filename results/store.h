@@ -1,0 +1,115 @@
+// The batchlab results database: one SQLite file, written only by the orchestrator.
+//
+// Store is the writer's handle (WAL mode, busy timeout, schema created or migrated on open).
+// Readers (CLI `results`, analysis) open the same file with OpenReadOnly and never block it.
+//
+//   BATCHLAB_ASSIGN_OR_RETURN(auto store, results::Store::Open("batchlab.db"));
+//   BATCHLAB_ASSIGN_OR_RETURN(auto sweep, store->CreateSweep("quickstart", spec_json, hash));
+//   BATCHLAB_RETURN_IF_ERROR(store->AddRun(run));
+//   BATCHLAB_RETURN_IF_ERROR(store->Transition(run.id, RunState::kRunning, {}));
+//   BATCHLAB_ASSIGN_OR_RETURN(auto n, store->IngestMetrics(run.id, attempt, metrics_path));
+//
+// Tables and views are documented in docs/schema.md.
+#ifndef BATCHLAB_RESULTS_STORE_H_
+#define BATCHLAB_RESULTS_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace batchlab::results {
+
+enum class RunState {
+  kPending,
+  kRunning,
+  kCompleted,
+  kTargetReached,
+  kDiverged,
+  kBudgetExhausted,
+  kFailed,
+  kTimedOut,
+  kCancelled,
+};
+const char* RunStateName(RunState s);  // "pending", "running", "completed", "target_reached", ...
+StatusOr<RunState> ParseRunState(const std::string& name);
+bool IsTerminal(RunState s);   // every state but pending and running
+bool IsFinished(RunState s);   // completed, target_reached, diverged, budget_exhausted: never re-run
+
+struct SweepRecord {
+  int64_t id = 0;
+  std::string name;
+  int version = 1;
+  std::string spec_json;
+  std::string spec_hash;
+  double created_at = 0;  // unix seconds
+};
+
+// One expanded point of a sweep. `params` are the swept values (name -> JSON scalar as text:
+// "batch_size" -> "256", "lr.rule" -> "\"linear\""), stored typed so they can be filtered.
+struct RunRecord {
+  std::string id;  // hash of the resolved config (see docs/protocol.md)
+  int64_t sweep_id = 0;
+  int ordinal = 0;  // position in the expansion
+  std::string config_json;
+  std::map<std::string, std::string> params;
+  RunState state = RunState::kPending;
+  int attempt = 0;
+  std::optional<int> exit_code;
+  std::string host;
+  std::optional<double> started_at, ended_at;
+};
+
+// What the end of a run reported (from the runner's `end` line, or from the orchestrator when
+// the runner never wrote one).
+struct RunOutcome {
+  std::optional<int> exit_code;
+  std::string message;  // recorded as an event (e.g. stderr tail of a failed run)
+};
+
+struct IngestStats {
+  int64_t lines_read = 0;      // complete lines seen in this pass
+  int64_t lines_stored = 0;    // lines not seen before
+  int64_t values_stored = 0;   // metric values inserted
+  int64_t corrupt_lines = 0;   // recorded as events, skipped
+  bool saw_end = false;        // the file holds the runner's `end` line
+};
+
+class Store {
+ public:
+  // Opens (creating if absent) the database for writing; creates or migrates the schema.
+  // Refuses a database from a newer batchlab or a file that is not a batchlab database.
+  static StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  virtual ~Store() = default;
+
+  // Sweeps: the latest version under a name, a specific version, or a new version.
+  virtual StatusOr<std::optional<SweepRecord>> LatestSweep(const std::string& name) = 0;
+  virtual StatusOr<SweepRecord> CreateSweep(const std::string& name, const std::string& spec_json,
+                                            const std::string& spec_hash) = 0;
+
+  // Runs of a sweep. AddRun is idempotent on run id (an existing run is left as it is).
+  virtual Status AddRun(const RunRecord& run) = 0;
+  virtual StatusOr<std::vector<RunRecord>> RunsOfSweep(int64_t sweep_id) = 0;
+
+  // Moves a run to `to` in one transaction and records the transition as an event.
+  // kRunning increments the attempt and records host and start time; a terminal state records
+  // the end time and the outcome.
+  virtual Status Transition(const std::string& run_id, RunState to, const RunOutcome& outcome) = 0;
+
+  // Reads the metrics file of (run, attempt) and stores each complete line exactly once
+  // (idempotent on run, attempt, seq); the `end` line fills the run's summary columns.
+  virtual StatusOr<IngestStats> IngestMetrics(const std::string& run_id, int attempt,
+                                              const std::string& path) = 0;
+
+  // Appends a free-form event (retry, error, cancel) to a run's history.
+  virtual Status RecordEvent(const std::string& run_id, const std::string& kind,
+                             const std::string& message) = 0;
+};
+
+}  // namespace batchlab::results
+
+#endif  // BATCHLAB_RESULTS_STORE_H_

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs every Debian package batchlab needs to build, run and test. Idempotent: safe to re-run.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+packages=(
+  build-essential cmake ninja-build pkg-config git sqlite3 zlib1g-dev
+  libtorch-dev libgloo-dev
+  libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev libsqlite3-dev
+  libboost-dev libboost-filesystem-dev
+  libfmt-dev libcli11-dev libgtest-dev
+  dataset-fashion-mnist
+  slurm-wlm munge
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
