@@ -1,0 +1,65 @@
+// The narrow collective interface a data-parallel step needs (c10d-style): allreduce, broadcast,
+// barrier, each returning a handle to wait on with a timeout. Backends: mpi (OpenMPI),
+// gloo (c10d ProcessGroupGloo over a FileStore/TCPStore), nccl (CUDA builds only).
+//
+//   std::unique_ptr<Communicator> comm = MakeCommunicator(config.comm, rank_info);
+//   comm->Broadcast(flat_params, /*root=*/0)->Wait(std::chrono::seconds(60));
+//   comm->Allreduce(bucket, ReduceOp::kAvg)->Wait(timeout);   // bucket: contiguous fp32 tensor
+//
+// Every call is collective: all ranks call it in the same order with same-shaped tensors.
+// Failures throw RunnerError (see runner_error.h) naming the backend, the call and the rank.
+#ifndef BATCHLAB_RUNNER_COMMUNICATOR_H_
+#define BATCHLAB_RUNNER_COMMUNICATOR_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <torch/types.h>
+
+namespace batchlab::runner {
+
+enum class ReduceOp { kSum, kAvg };
+
+// A pending collective. Wait returns when the collective has completed on this rank, or throws
+// RunnerError if `timeout` passes first.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void Wait(std::chrono::milliseconds timeout) = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* backend() const = 0;  // "mpi", "gloo", "nccl"
+
+  // In place on a contiguous tensor; after Wait every rank holds the same values.
+  virtual std::unique_ptr<Work> Allreduce(torch::Tensor& tensor, ReduceOp op) = 0;
+  virtual std::unique_ptr<Work> Broadcast(torch::Tensor& tensor, int root) = 0;
+  virtual std::unique_ptr<Work> Barrier() = 0;
+};
+
+// Where this process sits in the job, read from the launcher's environment
+// (OMPI_COMM_WORLD_RANK/SIZE under mpirun, PMI/SLURM variables under srun; 0/1 when alone).
+struct RankInfo {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+};
+
+struct CommConfig {
+  std::string backend = "mpi";    // mpi | gloo | nccl
+  double bucket_mb = 25.0;        // gradient fusion bucket size
+  std::string rendezvous;         // gloo: FileStore path or host:port for TCPStore ("" = derived)
+  int timeout_seconds = 300;
+};
+
+// Builds the named backend; throws RunnerError (bad config) for an unknown or not-built backend.
+std::unique_ptr<Communicator> MakeCommunicator(const CommConfig& config, const RankInfo& rank);
+
+}  // namespace batchlab::runner
+
+#endif  // BATCHLAB_RUNNER_COMMUNICATOR_H_
