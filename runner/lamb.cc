@@ -1,0 +1,89 @@
+// LAMB step (see lamb.h for the update rule and its source).
+#include "runner/lamb.h"
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include <torch/torch.h>
+
+#include "runner/runner_error.h"
+
+namespace batchlab::runner {
+namespace {
+
+std::string StateKey(const torch::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());
+}
+
+void CheckOptions(const LambOptions& o) {
+  if (!(o.lr() >= 0)) throw BadConfig("lr.base: LAMB needs a non-negative learning rate");
+  if (!(o.beta1() >= 0 && o.beta1() < 1)) throw BadConfig("optimizer.beta1: must be in [0, 1)");
+  if (!(o.beta2() >= 0 && o.beta2() < 1)) throw BadConfig("optimizer.beta2: must be in [0, 1)");
+  if (!(o.eps() > 0)) throw BadConfig("optimizer.eps: must be > 0");
+  if (!(o.weight_decay() >= 0)) throw BadConfig("optimizer.weight_decay: must be >= 0");
+}
+
+}  // namespace
+
+Lamb::Lamb(std::vector<torch::Tensor> params, const LambOptions& defaults)
+    : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
+                              std::make_unique<LambOptions>(defaults)) {
+  CheckOptions(defaults);
+}
+
+torch::Tensor Lamb::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure != nullptr) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const LambOptions&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      const torch::Tensor& g = p.grad();
+      auto& slot = state_[StateKey(p)];
+      if (!slot) {
+        auto fresh = std::make_unique<LambParamState>();
+        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        slot = std::move(fresh);
+      }
+      auto& st = static_cast<LambParamState&>(*slot);
+      st.step(st.step() + 1);
+      const double t = static_cast<double>(st.step());
+
+      // Adam moments.
+      torch::Tensor& m = st.exp_avg();
+      torch::Tensor& v = st.exp_avg_sq();
+      m.mul_(o.beta1()).add_(g, 1.0 - o.beta1());
+      v.mul_(o.beta2()).addcmul_(g, g, 1.0 - o.beta2());
+      const double bc1 = 1.0 - std::pow(o.beta1(), t);
+      const double bc2 = 1.0 - std::pow(o.beta2(), t);
+
+      // r = m̂ / (sqrt(v̂) + eps) + λ·w
+      torch::Tensor r = (m / bc1).div_((v / bc2).sqrt_().add_(o.eps()));
+      const bool adapt = !(o.exclude_bias_and_norm() && p.dim() <= 1);
+      if (adapt && o.weight_decay() != 0) r.add_(p, o.weight_decay());
+
+      double ratio = 1.0;
+      if (adapt) {
+        const double w_norm = p.norm().item<double>();
+        const double r_norm = r.norm().item<double>();
+        if (w_norm > 0 && r_norm > 0) ratio = w_norm / r_norm;
+      }
+      st.trust_ratio(ratio);
+      p.add_(r, -o.lr() * ratio);
+    }
+  }
+  return loss;
+}
+
+const LambParamState* Lamb::StateOf(const torch::Tensor& param) const {
+  auto it = state_.find(StateKey(param));
+  return it == state_.end() ? nullptr : static_cast<const LambParamState*>(it->second.get());
+}
+
+}  // namespace batchlab::runner
