@@ -1,0 +1,272 @@
+// Exactly-once ingest of runner metrics files; see metrics_ingest.h.
+#include "results/metrics_ingest.h"
+
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+namespace batchlab::results {
+namespace {
+
+using nlohmann::json;
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::optional<int64_t> OptInt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->is_number_integer() ? it->get<int64_t>()
+                                 : static_cast<int64_t>(it->get<double>());
+}
+
+std::optional<double> OptDouble(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string_view Excerpt(std::string_view line) {
+  return line.size() > 120 ? line.substr(0, 120) : line;
+}
+
+}  // namespace
+
+Status MetricsIngester::PrepareStatements() {
+  if (prepared_) return OkStatus();
+  BATCHLAB_ASSIGN_OR_RETURN(
+      insert_metric_,
+      db_.Prepare("INSERT OR IGNORE INTO metrics(run_key, attempt, seq, name_id, step, value) "
+                  "VALUES(?, ?, ?, ?, ?, ?)"));
+  BATCHLAB_ASSIGN_OR_RETURN(insert_name_,
+                            db_.Prepare("INSERT OR IGNORE INTO metric_names(name) VALUES(?)"));
+  BATCHLAB_ASSIGN_OR_RETURN(select_name_,
+                            db_.Prepare("SELECT id FROM metric_names WHERE name = ?"));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      load_cursor_, db_.Prepare("SELECT byte_offset, lines, last_seq, saw_end FROM ingest_cursors "
+                                "WHERE run_key = ? AND attempt = ?"));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      save_cursor_,
+      db_.Prepare("INSERT OR REPLACE INTO ingest_cursors(run_key, attempt, byte_offset, lines, "
+                  "last_seq, saw_end) VALUES(?, ?, ?, ?, ?, ?)"));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      insert_event_, db_.Prepare("INSERT INTO events(run_key, attempt, time, kind, message) "
+                                 "VALUES(?, ?, ?, ?, ?)"));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      update_end_,
+      db_.Prepare("UPDATE runs SET outcome = ?, steps = ?, samples = ?, seconds = ?, "
+                  "target_step = ?, target_samples = ?, target_seconds = ?, final_test_loss = ?, "
+                  "final_test_accuracy = ? WHERE run_key = ? AND attempt = ?"));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      update_host_, db_.Prepare("UPDATE runs SET host = ? WHERE run_key = ? AND attempt = ?"));
+  prepared_ = true;
+  return OkStatus();
+}
+
+StatusOr<MetricsIngester::Cursor> MetricsIngester::LoadCursor(int64_t run_key, int attempt) {
+  Cursor c;
+  load_cursor_.BindInt(1, run_key).BindInt(2, attempt);
+  BATCHLAB_ASSIGN_OR_RETURN(bool row, load_cursor_.Step());
+  if (row) {
+    c.byte_offset = load_cursor_.ColumnInt(0);
+    c.lines = load_cursor_.ColumnInt(1);
+    c.last_seq = load_cursor_.ColumnInt(2);
+    c.saw_end = load_cursor_.ColumnInt(3) != 0;
+  }
+  BATCHLAB_RETURN_IF_ERROR(load_cursor_.Reset());
+  return c;
+}
+
+Status MetricsIngester::SaveCursor(int64_t run_key, int attempt, const Cursor& c) {
+  save_cursor_.BindInt(1, run_key)
+      .BindInt(2, attempt)
+      .BindInt(3, c.byte_offset)
+      .BindInt(4, c.lines)
+      .BindInt(5, c.last_seq)
+      .BindInt(6, c.saw_end ? 1 : 0);
+  return save_cursor_.Run();
+}
+
+StatusOr<int64_t> MetricsIngester::NameId(const std::string& name) {
+  auto it = name_ids_.find(name);
+  if (it != name_ids_.end()) return it->second;
+  BATCHLAB_RETURN_IF_ERROR(insert_name_.BindText(1, name).Run());
+  select_name_.BindText(1, name);
+  BATCHLAB_ASSIGN_OR_RETURN(bool row, select_name_.Step());
+  if (!row) return InternalError(fmt::format("metric name '{}' vanished", name));
+  int64_t id = select_name_.ColumnInt(0);
+  BATCHLAB_RETURN_IF_ERROR(select_name_.Reset());
+  name_ids_.emplace(name, id);
+  return id;
+}
+
+Status MetricsIngester::RecordCorrupt(int64_t run_key, int attempt, const std::string& path,
+                                      int64_t line_no, int64_t offset, std::string_view reason,
+                                      std::string_view line) {
+  insert_event_.BindInt(1, run_key)
+      .BindInt(2, attempt)
+      .BindDouble(3, NowSeconds())
+      .BindText(4, "corrupt_metrics_line")
+      .BindText(5, fmt::format("{} line {} (byte {}): {}; skipped: {}", path, line_no, offset,
+                               reason, Excerpt(line)));
+  return insert_event_.Run();
+}
+
+Status MetricsIngester::StoreLine(int64_t run_key, int attempt, std::string_view line,
+                                  int64_t line_offset, const std::string& path, Cursor& c,
+                                  IngestStats& stats) {
+  ++stats.lines_read;
+  ++c.lines;
+  if (line.find_first_not_of(" \t\r") == std::string_view::npos) return OkStatus();
+  json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  std::string_view reason;
+  if (j.is_discarded()) {
+    reason = "not valid JSON";
+  } else if (!j.is_object()) {
+    reason = "not a JSON object";
+  } else if (!j.contains("seq") || !j["seq"].is_number_integer()) {
+    reason = "field `seq` is missing or not an integer";
+  } else if (!j.contains("kind") || !j["kind"].is_string()) {
+    reason = "field `kind` is missing or not a string";
+  }
+  if (!reason.empty()) {
+    ++stats.corrupt_lines;
+    return RecordCorrupt(run_key, attempt, path, c.lines, line_offset, reason, line);
+  }
+  const int64_t seq = j["seq"].get<int64_t>();
+  const std::string& kind = j["kind"].get_ref<const std::string&>();
+  if (kind == "end") {
+    c.saw_end = true;
+    stats.saw_end = true;
+  }
+  if (seq <= c.last_seq) return OkStatus();  // stored by an earlier pass
+  c.last_seq = seq;
+  ++stats.lines_stored;
+
+  if (kind == "start") {
+    auto host = j.find("host");
+    if (host != j.end() && host->is_string()) {
+      BATCHLAB_RETURN_IF_ERROR(update_host_.BindText(1, host->get_ref<const std::string&>())
+                                   .BindInt(2, run_key)
+                                   .BindInt(3, attempt)
+                                   .Run());
+    }
+    return OkStatus();
+  }
+  if (kind == "end") {
+    auto outcome = j.find("outcome");
+    if (outcome != j.end() && outcome->is_string()) {
+      update_end_.BindText(1, outcome->get_ref<const std::string&>());
+    } else {
+      update_end_.BindNull(1);
+    }
+    update_end_.BindOptionalInt(2, OptInt(j, "steps"))
+        .BindOptionalInt(3, OptInt(j, "samples"))
+        .BindOptionalDouble(4, OptDouble(j, "seconds"))
+        .BindOptionalInt(5, OptInt(j, "target_step"))
+        .BindOptionalInt(6, OptInt(j, "target_samples"))
+        .BindOptionalDouble(7, OptDouble(j, "target_seconds"))
+        .BindOptionalDouble(8, OptDouble(j, "final_test_loss"))
+        .BindOptionalDouble(9, OptDouble(j, "final_test_accuracy"))
+        .BindInt(10, run_key)
+        .BindInt(11, attempt);
+    return update_end_.Run();
+  }
+  // step, eval (and any future kind): every numeric field but seq and step is a metric value.
+  std::optional<int64_t> step = OptInt(j, "step");
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number() || key == "seq" || key == "step") continue;
+    BATCHLAB_ASSIGN_OR_RETURN(int64_t name_id, NameId(key));
+    insert_metric_.BindInt(1, run_key)
+        .BindInt(2, attempt)
+        .BindInt(3, seq)
+        .BindInt(4, name_id)
+        .BindOptionalInt(5, step)
+        .BindDouble(6, value.get<double>());
+    BATCHLAB_RETURN_IF_ERROR(insert_metric_.Run());
+    stats.values_stored += db_.Changes();
+  }
+  return OkStatus();
+}
+
+StatusOr<IngestStats> MetricsIngester::Ingest(int64_t run_key, int attempt,
+                                              const std::string& path) {
+  BATCHLAB_RETURN_IF_ERROR(PrepareStatements());
+  IngestStats stats;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    BATCHLAB_ASSIGN_OR_RETURN(Cursor c, LoadCursor(run_key, attempt));
+    stats.saw_end = c.saw_end;
+    return stats;  // the runner has not written anything yet
+  }
+  const auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+  if (ec) return InternalError(fmt::format("cannot stat metrics file {}: {}", path, ec.message()));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InternalError(fmt::format("cannot open metrics file {}", path));
+
+  BATCHLAB_ASSIGN_OR_RETURN(auto first_tx, Transaction::Begin(db_));
+  std::optional<Transaction> tx(std::move(first_tx));
+  BATCHLAB_ASSIGN_OR_RETURN(Cursor c, LoadCursor(run_key, attempt));
+  stats.saw_end = c.saw_end;
+  if (size < c.byte_offset) {
+    insert_event_.BindInt(1, run_key)
+        .BindInt(2, attempt)
+        .BindDouble(3, NowSeconds())
+        .BindText(4, "metrics_file_rewound")
+        .BindText(5, fmt::format("{} is shorter ({} bytes) than already ingested ({} bytes); "
+                                 "reading it again from the start, storing only unseen rows",
+                                 path, size, c.byte_offset));
+    BATCHLAB_RETURN_IF_ERROR(insert_event_.Run());
+    c = Cursor{};
+  }
+  in.seekg(c.byte_offset);
+
+  // Read in chunks; `pending` holds the bytes after the last newline seen so far.
+  std::string pending;
+  std::string chunk(1 << 20, '\0');
+  int lines_in_tx = 0;
+  Status status;
+  while (status.ok() && in) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const std::streamsize got = in.gcount();
+    if (got <= 0) break;
+    pending.append(chunk.data(), static_cast<size_t>(got));
+    size_t start = 0;
+    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+      std::string_view line(pending.data() + start, nl - start);
+      status = StoreLine(run_key, attempt, line, c.byte_offset, path, c, stats);
+      if (!status.ok()) break;
+      c.byte_offset += static_cast<int64_t>(nl - start + 1);
+      if (++lines_in_tx >= kBatchLines) {
+        status = SaveCursor(run_key, attempt, c);
+        if (status.ok()) status = tx->Commit();
+        if (!status.ok()) break;
+        tx.reset();
+        auto next = Transaction::Begin(db_);
+        if (!next.ok()) {
+          status = next.status();
+          break;
+        }
+        tx.emplace(std::move(*next));
+        lines_in_tx = 0;
+      }
+    }
+    pending.erase(0, start);
+  }
+  if (status.ok()) status = SaveCursor(run_key, attempt, c);
+  if (status.ok() && tx) status = tx->Commit();
+  if (!status.ok()) {
+    name_ids_.clear();  // ids from a rolled-back transaction must not be reused
+    return status.WithContext(fmt::format("ingesting {}", path));
+  }
+  return stats;
+}
+
+}  // namespace batchlab::results

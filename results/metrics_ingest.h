@@ -1,0 +1,68 @@
+// Ingest of a runner's metrics file (JSON Lines, docs/protocol.md) into the results database.
+//
+// Exactly once per (run, attempt, seq): a per-(run, attempt) cursor in `ingest_cursors` holds the
+// byte offset just past the last consumed line, the line count and the last seq, and is updated
+// in the same transaction as the rows it covers; re-reading a file therefore starts where the
+// previous pass stopped, and the metrics primary key (run_key, attempt, seq, name_id) with
+// INSERT OR IGNORE keeps even a full re-read from duplicating anything.
+//
+// A half-written last line (no trailing newline) is not consumed: the next pass reads it again.
+// A complete line that is not a valid metrics record is recorded as a `corrupt_metrics_line`
+// event, consumed, and skipped. Lines are stored in batches of kBatchLines per transaction with
+// prepared statements; metric names go through the `metric_names` dictionary.
+//
+//   MetricsIngester ingester(db);
+//   BATCHLAB_ASSIGN_OR_RETURN(IngestStats st, ingester.Ingest(run_key, attempt, path));
+#ifndef BATCHLAB_RESULTS_METRICS_INGEST_H_
+#define BATCHLAB_RESULTS_METRICS_INGEST_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/status.h"
+#include "results/database.h"
+#include "results/store.h"
+
+namespace batchlab::results {
+
+class MetricsIngester {
+ public:
+  static constexpr int kBatchLines = 4096;
+
+  explicit MetricsIngester(Database& db) : db_(db) {}
+
+  // Reads `path` from the (run_key, attempt) cursor on. A file that does not exist yet holds
+  // nothing to ingest (OK, zero counts). A file shorter than the cursor was replaced: it is read
+  // again from the start (an event records it) and only unseen rows are added.
+  StatusOr<IngestStats> Ingest(int64_t run_key, int attempt, const std::string& path);
+
+ private:
+  struct Cursor {
+    int64_t byte_offset = 0;
+    int64_t lines = 0;
+    int64_t last_seq = -1;
+    bool saw_end = false;
+  };
+
+  Status PrepareStatements();
+  StatusOr<Cursor> LoadCursor(int64_t run_key, int attempt);
+  Status SaveCursor(int64_t run_key, int attempt, const Cursor& c);
+  // Stores one complete line (without its newline); updates `c` and `stats`.
+  Status StoreLine(int64_t run_key, int attempt, std::string_view line, int64_t line_offset,
+                   const std::string& path, Cursor& c, IngestStats& stats);
+  Status RecordCorrupt(int64_t run_key, int attempt, const std::string& path, int64_t line_no,
+                       int64_t offset, std::string_view reason, std::string_view line);
+  StatusOr<int64_t> NameId(const std::string& name);
+
+  Database& db_;
+  bool prepared_ = false;
+  Statement insert_metric_, insert_name_, select_name_, load_cursor_, save_cursor_,
+      insert_event_, update_end_, update_host_;
+  std::unordered_map<std::string, int64_t> name_ids_;
+};
+
+}  // namespace batchlab::results
+
+#endif  // BATCHLAB_RESULTS_METRICS_INGEST_H_

@@ -1,0 +1,337 @@
+// The SQLite implementation of the writer API in store.h.
+#include "results/store.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "results/database.h"
+#include "results/metrics_ingest.h"
+#include "results/schema.h"
+
+namespace batchlab::results {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<RunState, const char*>, 9> kStateNames = {{
+    {RunState::kPending, "pending"},
+    {RunState::kRunning, "running"},
+    {RunState::kCompleted, "completed"},
+    {RunState::kTargetReached, "target_reached"},
+    {RunState::kDiverged, "diverged"},
+    {RunState::kBudgetExhausted, "budget_exhausted"},
+    {RunState::kFailed, "failed"},
+    {RunState::kTimedOut, "timed_out"},
+    {RunState::kCancelled, "cancelled"},
+}};
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
+  return buf;
+}
+
+// The typed parameter columns of `runs`, each read from the resolved config by JSON pointer,
+// or else from the swept params by its dotted name.
+struct TypedColumn {
+  const char* column;
+  const char* pointer;
+  const char* param;
+};
+constexpr TypedColumn kTypedColumns[] = {
+    {"batch_size", "/batch_size", "batch_size"},
+    {"nodes", "/nodes", "nodes"},
+    {"ranks_per_node", "/ranks_per_node", "ranks_per_node"},
+    {"world_size", "/world_size", "world_size"},
+    {"local_batch_size", "/local_batch_size", "local_batch_size"},
+    {"accumulation", "/accumulation", "accumulation"},
+    {"optimizer", "/optimizer/name", "optimizer.name"},
+    {"lr_rule", "/lr/rule", "lr.rule"},
+    {"lr_base", "/lr/base", "lr.base"},
+    {"lr_base_batch_size", "/lr/base_batch_size", "lr.base_batch_size"},
+    {"seed", "/seed", "seed"},
+    {"model", "/model/name", "model.name"},
+    {"dataset", "/data/name", "data.name"},
+    {"precision", "/precision", "precision"},
+    {"comm_backend", "/comm/backend", "comm.backend"},
+};
+
+// Binds a JSON scalar with its SQLite type (integer, real, text); anything else as JSON text.
+void BindJson(Statement& st, int index, const json& v) {
+  if (v.is_null()) {
+    st.BindNull(index);
+  } else if (v.is_boolean()) {
+    st.BindInt(index, v.get<bool>() ? 1 : 0);
+  } else if (v.is_number_integer()) {
+    st.BindInt(index, v.get<int64_t>());
+  } else if (v.is_number()) {
+    st.BindDouble(index, v.get<double>());
+  } else if (v.is_string()) {
+    st.BindText(index, v.get_ref<const std::string&>());
+  } else {
+    st.BindText(index, v.dump());
+  }
+}
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(std::unique_ptr<Database> db) : db_(std::move(db)), ingester_(*db_) {}
+
+  StatusOr<std::optional<SweepRecord>> LatestSweep(const std::string& name) override {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement st, db_->Prepare("SELECT id, name, version, spec_json, spec_hash, created_at "
+                                   "FROM sweeps WHERE name = ? ORDER BY version DESC LIMIT 1"));
+    st.BindText(1, name);
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) return std::optional<SweepRecord>();
+    SweepRecord s;
+    s.id = st.ColumnInt(0);
+    s.name = st.ColumnText(1);
+    s.version = static_cast<int>(st.ColumnInt(2));
+    s.spec_json = st.ColumnText(3);
+    s.spec_hash = st.ColumnText(4);
+    s.created_at = st.ColumnDouble(5);
+    return std::optional<SweepRecord>(std::move(s));
+  }
+
+  StatusOr<SweepRecord> CreateSweep(const std::string& name, const std::string& spec_json,
+                                    const std::string& spec_hash) override {
+    BATCHLAB_ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
+    BATCHLAB_ASSIGN_OR_RETURN(auto latest, LatestSweep(name));
+    SweepRecord s;
+    s.name = name;
+    s.version = latest ? latest->version + 1 : 1;
+    s.spec_json = spec_json;
+    s.spec_hash = spec_hash;
+    s.created_at = NowSeconds();
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement st, db_->Prepare("INSERT INTO sweeps(name, version, spec_json, spec_hash, "
+                                   "created_at) VALUES(?, ?, ?, ?, ?)"));
+    st.BindText(1, name).BindInt(2, s.version).BindText(3, spec_json).BindText(4, spec_hash);
+    BATCHLAB_RETURN_IF_ERROR(st.BindDouble(5, s.created_at).Run());
+    s.id = db_->LastInsertRowId();
+    BATCHLAB_RETURN_IF_ERROR(tx.Commit());
+    return s;
+  }
+
+  Status AddRun(const RunRecord& run) override {
+    json config = json::parse(run.config_json, nullptr, false);
+    if (config.is_discarded() || !config.is_object()) {
+      return InvalidArgumentError(fmt::format("run {}: config_json is not a JSON object", run.id));
+    }
+    std::map<std::string, json> params;
+    for (const auto& [name, text] : run.params) {
+      json v = json::parse(text, nullptr, false);
+      if (v.is_discarded()) {
+        return InvalidArgumentError(fmt::format(
+            "run {}: parameter `{}` = '{}' is not a JSON value (strings need quotes)", run.id,
+            name, text));
+      }
+      params[name] = std::move(v);
+    }
+    BATCHLAB_ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
+    std::string columns = "id, sweep_id, ordinal, config_json, state, attempt, exit_code, host, "
+                          "started_at, ended_at";
+    std::string marks = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
+    for (const auto& c : kTypedColumns) {
+      columns += fmt::format(", {}", c.column);
+      marks += ", ?";
+    }
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement st,
+        db_->Prepare(fmt::format("INSERT OR IGNORE INTO runs({}) VALUES({})", columns, marks)));
+    st.BindText(1, run.id)
+        .BindInt(2, run.sweep_id)
+        .BindInt(3, run.ordinal)
+        .BindText(4, run.config_json)
+        .BindText(5, RunStateName(run.state))
+        .BindInt(6, run.attempt)
+        .BindOptionalInt(7, run.exit_code ? std::optional<int64_t>(*run.exit_code) : std::nullopt)
+        .BindText(8, run.host)
+        .BindOptionalDouble(9, run.started_at)
+        .BindOptionalDouble(10, run.ended_at);
+    int index = 11;
+    for (const auto& c : kTypedColumns) {
+      const json::json_pointer ptr(c.pointer);
+      if (config.contains(ptr)) {
+        BindJson(st, index, config.at(ptr));
+      } else if (auto it = params.find(c.param); it != params.end()) {
+        BindJson(st, index, it->second);
+      } else {
+        st.BindNull(index);
+      }
+      ++index;
+    }
+    BATCHLAB_RETURN_IF_ERROR(st.Run().WithContext(fmt::format("adding run {}", run.id)));
+    if (db_->Changes() == 0) return OkStatus();  // already there: left as it is
+    const int64_t run_key = db_->LastInsertRowId();
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement p, db_->Prepare("INSERT INTO run_params(run_key, name, value) VALUES(?, ?, ?)"));
+    for (const auto& [name, value] : params) {
+      p.BindInt(1, run_key).BindText(2, name);
+      BindJson(p, 3, value);
+      BATCHLAB_RETURN_IF_ERROR(p.Run());
+    }
+    return tx.Commit();
+  }
+
+  StatusOr<std::vector<RunRecord>> RunsOfSweep(int64_t sweep_id) override {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement st,
+        db_->Prepare("SELECT run_key, id, sweep_id, ordinal, config_json, state, attempt, "
+                     "exit_code, host, started_at, ended_at FROM runs WHERE sweep_id = ? "
+                     "ORDER BY ordinal, id"));
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement p, db_->Prepare("SELECT name, json_quote(value) FROM run_params "
+                                  "WHERE run_key = ? ORDER BY name"));
+    st.BindInt(1, sweep_id);
+    std::vector<RunRecord> out;
+    while (true) {
+      BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      RunRecord r;
+      const int64_t run_key = st.ColumnInt(0);
+      r.id = st.ColumnText(1);
+      r.sweep_id = st.ColumnInt(2);
+      r.ordinal = static_cast<int>(st.ColumnInt(3));
+      r.config_json = st.ColumnText(4);
+      BATCHLAB_ASSIGN_OR_RETURN(r.state, ParseRunState(st.ColumnText(5)));
+      r.attempt = static_cast<int>(st.ColumnInt(6));
+      if (!st.ColumnIsNull(7)) r.exit_code = static_cast<int>(st.ColumnInt(7));
+      r.host = st.ColumnText(8);
+      r.started_at = st.ColumnOptionalDouble(9);
+      r.ended_at = st.ColumnOptionalDouble(10);
+      p.BindInt(1, run_key);
+      while (true) {
+        BATCHLAB_ASSIGN_OR_RETURN(bool prow, p.Step());
+        if (!prow) break;
+        r.params[p.ColumnText(0)] = p.ColumnText(1);
+      }
+      BATCHLAB_RETURN_IF_ERROR(p.Reset());
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  Status Transition(const std::string& run_id, RunState to, const RunOutcome& outcome) override {
+    BATCHLAB_ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement q, db_->Prepare("SELECT run_key, state, attempt FROM runs WHERE id = ?"));
+    q.BindText(1, run_id);
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return NotFoundError(fmt::format("no run with id {}", run_id));
+    const int64_t run_key = q.ColumnInt(0);
+    const std::string from = q.ColumnText(1);
+    int64_t attempt = q.ColumnInt(2);
+    const double now = NowSeconds();
+    const std::optional<int64_t> exit_code =
+        outcome.exit_code ? std::optional<int64_t>(*outcome.exit_code) : std::nullopt;
+    Statement u;
+    if (to == RunState::kRunning) {
+      ++attempt;
+      BATCHLAB_ASSIGN_OR_RETURN(
+          u, db_->Prepare("UPDATE runs SET state = ?, attempt = ?, host = ?, started_at = ?, "
+                          "ended_at = NULL, exit_code = NULL, outcome = NULL, steps = NULL, "
+                          "samples = NULL, seconds = NULL, target_step = NULL, "
+                          "target_samples = NULL, target_seconds = NULL, final_test_loss = NULL, "
+                          "final_test_accuracy = NULL WHERE run_key = ?"));
+      u.BindText(1, RunStateName(to))
+          .BindInt(2, attempt)
+          .BindText(3, HostName())
+          .BindDouble(4, now)
+          .BindInt(5, run_key);
+    } else if (IsTerminal(to)) {
+      BATCHLAB_ASSIGN_OR_RETURN(
+          u, db_->Prepare("UPDATE runs SET state = ?, ended_at = ?, "
+                          "exit_code = coalesce(?, exit_code) WHERE run_key = ?"));
+      u.BindText(1, RunStateName(to)).BindDouble(2, now).BindOptionalInt(3, exit_code);
+      u.BindInt(4, run_key);
+    } else {
+      BATCHLAB_ASSIGN_OR_RETURN(u, db_->Prepare("UPDATE runs SET state = ? WHERE run_key = ?"));
+      u.BindText(1, RunStateName(to)).BindInt(2, run_key);
+    }
+    BATCHLAB_RETURN_IF_ERROR(u.Run());
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement e, db_->Prepare("INSERT INTO events(run_key, attempt, time, kind, from_state, "
+                                  "to_state, message) VALUES(?, ?, ?, 'transition', ?, ?, ?)"));
+    std::string message = outcome.message;
+    if (exit_code) {
+      message = fmt::format("exit code {}{}{}", *exit_code, message.empty() ? "" : ": ", message);
+    }
+    e.BindInt(1, run_key).BindInt(2, attempt).BindDouble(3, now).BindText(4, from);
+    BATCHLAB_RETURN_IF_ERROR(e.BindText(5, RunStateName(to)).BindText(6, message).Run());
+    return tx.Commit();
+  }
+
+  StatusOr<IngestStats> IngestMetrics(const std::string& run_id, int attempt,
+                                      const std::string& path) override {
+    BATCHLAB_ASSIGN_OR_RETURN(int64_t run_key, RunKey(run_id));
+    return ingester_.Ingest(run_key, attempt, path);
+  }
+
+  Status RecordEvent(const std::string& run_id, const std::string& kind,
+                     const std::string& message) override {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement e, db_->Prepare("INSERT INTO events(run_key, attempt, time, kind, message) "
+                                  "SELECT run_key, attempt, ?, ?, ? FROM runs WHERE id = ?"));
+    e.BindDouble(1, NowSeconds()).BindText(2, kind).BindText(3, message).BindText(4, run_id);
+    BATCHLAB_RETURN_IF_ERROR(e.Run());
+    if (db_->Changes() == 0) return NotFoundError(fmt::format("no run with id {}", run_id));
+    return OkStatus();
+  }
+
+ private:
+  StatusOr<int64_t> RunKey(const std::string& run_id) {
+    BATCHLAB_ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT run_key FROM runs WHERE id = ?"));
+    q.BindText(1, run_id);
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return NotFoundError(fmt::format("no run with id {}", run_id));
+    return q.ColumnInt(0);
+  }
+
+  std::unique_ptr<Database> db_;
+  MetricsIngester ingester_;
+};
+
+}  // namespace
+
+const char* RunStateName(RunState s) {
+  for (const auto& [state, name] : kStateNames) {
+    if (state == s) return name;
+  }
+  return "unknown";
+}
+
+StatusOr<RunState> ParseRunState(const std::string& name) {
+  std::string valid;
+  for (const auto& [state, n] : kStateNames) {
+    if (name == n) return state;
+    valid += valid.empty() ? n : std::string(", ") + n;
+  }
+  return InvalidArgumentError(
+      fmt::format("unknown run state '{}'; valid states: {}", name, valid));
+}
+
+bool IsTerminal(RunState s) { return s != RunState::kPending && s != RunState::kRunning; }
+
+bool IsFinished(RunState s) {
+  return s == RunState::kCompleted || s == RunState::kTargetReached || s == RunState::kDiverged ||
+         s == RunState::kBudgetExhausted;
+}
+
+StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  BATCHLAB_ASSIGN_OR_RETURN(auto db, OpenForWriting(path));
+  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(db)));
+}
+
+}  // namespace batchlab::results
