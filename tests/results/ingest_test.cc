@@ -1,0 +1,217 @@
+// Exactly-once ingest of metrics files into a real SQLite file: re-reading adds nothing, a
+// truncated last line is retried, a corrupt line becomes one event, attempts stay apart, the
+// `end` line fills the summary, and a reader hammering the file during ingest is never locked.
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "results/database.h"
+#include "results/schema.h"
+#include "results/store.h"
+#include "tests/results/temp_dir.h"
+
+namespace batchlab::results {
+namespace {
+
+using testing::TempDir;
+using testing::WriteFile;
+
+std::string StepLine(int seq, int step, double loss) {
+  return fmt::format(
+      "{{\"seq\":{},\"kind\":\"step\",\"step\":{},\"samples\":{},\"loss\":{},\"lr\":0.1}}\n", seq,
+      step, step * 64, loss);
+}
+
+class IngestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_path_ = dir_.File("batchlab.db");
+    metrics_ = dir_.File("metrics.jsonl");
+    auto store = Store::Open(db_path_);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    auto sweep = store_->CreateSweep("s", "{}", "hash");
+    ASSERT_TRUE(sweep.ok());
+    RunRecord run;
+    run.id = "run1";
+    run.sweep_id = sweep->id;
+    run.config_json = R"({"batch_size":64,"lr":{"rule":"linear"}})";
+    ASSERT_TRUE(store_->AddRun(run).ok());
+    ASSERT_TRUE(store_->Transition("run1", RunState::kRunning, {}).ok());
+  }
+
+  int64_t Count(const std::string& sql) {
+    auto db = OpenReadOnly(db_path_);
+    EXPECT_TRUE(db.ok()) << db.status().message();
+    auto n = (*db)->QueryInt(sql);
+    EXPECT_TRUE(n.ok()) << n.status().message();
+    return n.ok() ? *n : -1;
+  }
+
+  IngestStats Ingest(int attempt = 1) {
+    auto stats = store_->IngestMetrics("run1", attempt, metrics_);
+    EXPECT_TRUE(stats.ok()) << stats.status().message();
+    return stats.ok() ? *stats : IngestStats{};
+  }
+
+  TempDir dir_;
+  std::string db_path_, metrics_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(IngestTest, RereadingAFileAddsNothing) {
+  WriteFile(metrics_, "{\"seq\":0,\"kind\":\"start\",\"host\":\"node7\"}\n" + StepLine(1, 1, 2.3) +
+                          StepLine(2, 2, 2.1) +
+                          "{\"seq\":3,\"kind\":\"eval\",\"step\":2,\"test_accuracy\":0.5}\n");
+  IngestStats first = Ingest();
+  EXPECT_EQ(first.lines_read, 4);
+  EXPECT_EQ(first.lines_stored, 4);
+  EXPECT_EQ(first.values_stored, 2 * 3 + 1);  // samples, loss, lr per step; test_accuracy
+  IngestStats again = Ingest();
+  EXPECT_EQ(again.lines_stored, 0);
+  EXPECT_EQ(again.values_stored, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 7);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss' AND step = 2 AND "
+                  "value = 2.1"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE host = 'node7'"), 1);
+}
+
+TEST_F(IngestTest, LostCursorStillStoresEachSeqOnce) {
+  WriteFile(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9));
+  Ingest();
+  {  // Forget the cursor, as after a migration from a schema without cursors.
+    auto db = Database::Open(db_path_, Database::Mode::kReadWrite);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE((*db)->Exec("DELETE FROM ingest_cursors").ok());
+  }
+  IngestStats again = Ingest();
+  EXPECT_EQ(again.lines_read, 2);
+  EXPECT_EQ(again.values_stored, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 6);
+}
+
+TEST_F(IngestTest, TruncatedLastLineIsRetriedLater) {
+  const std::string second = StepLine(1, 2, 1.9);
+  WriteFile(metrics_, StepLine(0, 1, 2.0) + second.substr(0, 20));
+  IngestStats first = Ingest();
+  EXPECT_EQ(first.lines_read, 1);
+  EXPECT_EQ(first.corrupt_lines, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 3);
+  WriteFile(metrics_, second.substr(20), /*append=*/true);
+  IngestStats rest = Ingest();
+  EXPECT_EQ(rest.lines_read, 1);
+  EXPECT_EQ(rest.lines_stored, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 6);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'corrupt_metrics_line'"), 0);
+}
+
+TEST_F(IngestTest, CorruptLineBecomesOneEventAndIsSkipped) {
+  WriteFile(metrics_, StepLine(0, 1, 2.0) + "{\"seq\":1,\"kind\":\"st\x01ep, garbage\n" +
+                          "[1,2,3]\n" + StepLine(2, 2, 1.8));
+  IngestStats first = Ingest();
+  EXPECT_EQ(first.corrupt_lines, 2);
+  EXPECT_EQ(first.lines_stored, 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 6);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'corrupt_metrics_line' AND "
+                  "message LIKE '%line 2%not valid JSON%'"),
+            1);
+  Ingest();  // re-reading records no second event
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'corrupt_metrics_line'"), 2);
+}
+
+TEST_F(IngestTest, AttemptsAreKeptApartAndViewsShowTheCurrentOne) {
+  WriteFile(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9));
+  Ingest(1);
+  ASSERT_TRUE(store_->Transition("run1", RunState::kFailed, {1, "killed"}).ok());
+  ASSERT_TRUE(store_->Transition("run1", RunState::kRunning, {}).ok());
+  const std::string second = dir_.File("attempt2.jsonl");
+  WriteFile(second, StepLine(0, 1, 2.2));
+  auto stats = store_->IngestMetrics("run1", 2, second);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->values_stored, 3);  // same seq as attempt 1, still stored: other attempt
+  EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 9);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics"), 3);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE attempt = 2"), 3);
+}
+
+TEST_F(IngestTest, EndLineFillsTheRunSummary) {
+  WriteFile(metrics_,
+            StepLine(0, 1, 2.0) +
+                "{\"seq\":1,\"kind\":\"end\",\"outcome\":\"target_reached\",\"steps\":40,"
+                "\"samples\":2560,\"seconds\":3.5,\"target_step\":40,\"target_samples\":2560,"
+                "\"target_seconds\":3.5,\"final_test_loss\":0.4,\"final_test_accuracy\":0.86}\n");
+  IngestStats s = Ingest();
+  EXPECT_TRUE(s.saw_end);
+  EXPECT_TRUE(Ingest().saw_end);  // remembered by the cursor
+  ASSERT_TRUE(store_->Transition("run1", RunState::kTargetReached, {3, ""}).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM run_summary WHERE state = 'target_reached' AND "
+                  "exit_code = 3 AND steps = 40 AND target_step = 40 AND "
+                  "final_test_accuracy = 0.86 AND outcome = 'target_reached'"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM best_run_per_batch WHERE run_id = 'run1' AND "
+                  "batch_size = 64"),
+            1);
+}
+
+TEST_F(IngestTest, MissingFileHoldsNothingYetAndReplacedFileIsReread) {
+  IngestStats none = Ingest();
+  EXPECT_EQ(none.lines_read, 0);
+  WriteFile(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9) + StepLine(2, 3, 1.8));
+  Ingest();
+  WriteFile(metrics_, StepLine(0, 1, 2.0));  // rewritten, shorter
+  IngestStats after = Ingest();
+  EXPECT_EQ(after.values_stored, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'metrics_file_rewound'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 9);
+}
+
+TEST_F(IngestTest, UnknownRunIsNotFound) {
+  WriteFile(metrics_, StepLine(0, 1, 2.0));
+  auto stats = store_->IngestMetrics("nope", 1, metrics_);
+  ASSERT_FALSE(stats.ok());
+  EXPECT_EQ(stats.status().code(), StatusCode::kNotFound);
+}
+
+// A second connection (another thread, read-only) queries the file as fast as it can while the
+// store ingests many batches; it must never fail, in particular never with "database is locked".
+TEST_F(IngestTest, ReaderDuringIngestIsNeverLocked) {
+  std::string text;
+  const int kLines = 6 * 4096;
+  for (int i = 0; i < kLines; ++i) text += StepLine(i, i + 1, 1.0 / (i + 1));
+  WriteFile(metrics_, text);
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> reads{0}, failures{0};
+  std::string first_failure;
+  std::thread reader([&] {
+    auto db = OpenReadOnly(db_path_);
+    if (!db.ok()) {
+      ++failures;
+      first_failure = db.status().message();
+      return;
+    }
+    int64_t last = 0;
+    while (!done.load() || reads.load() < 3) {
+      auto n = (*db)->QueryInt("SELECT count(*) FROM run_metrics WHERE name = 'loss'");
+      if (!n.ok() || *n < last) {
+        if (failures++ == 0) first_failure = n.ok() ? "count went down" : n.status().message();
+        continue;
+      }
+      last = *n;
+      ++reads;
+    }
+  });
+  IngestStats s = Ingest();
+  done = true;
+  reader.join();
+  EXPECT_EQ(s.lines_stored, kLines);
+  EXPECT_EQ(failures.load(), 0) << first_failure;
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss'"), kLines);
+}
+
+}  // namespace
+}  // namespace batchlab::results
