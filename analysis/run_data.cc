@@ -1,0 +1,39 @@
+// Identity helpers for RunData (see run_data.h).
+#include "analysis/run_data.h"
+
+#include <fmt/core.h>
+
+namespace batchlab::analysis {
+
+namespace {
+
+bool Dropped(const std::string& name, const std::vector<std::string>& drop) {
+  for (const std::string& d : drop) {
+    if (d.empty()) continue;
+    if (d.back() == '.' ? name.rfind(d, 0) == 0 : name == d) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string ConfigKey(const RunData& run, const std::vector<std::string>& drop) {
+  std::string key;
+  for (const auto& [name, value] : run.params) {
+    if (Dropped(name, drop)) continue;
+    if (!key.empty()) key += ',';
+    key += name;
+    key += '=';
+    key += value;
+  }
+  return key;
+}
+
+std::string RunLabel(const RunData& run) {
+  std::string label = fmt::format("B={} K={}", run.batch_size, run.world_size);
+  if (!run.lr_rule.empty()) label += fmt::format(" rule={}", run.lr_rule);
+  if (!run.optimizer.empty()) label += fmt::format(" opt={}", run.optimizer);
+  return label;
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,71 @@
+// The in-memory form of a sweep that every estimator in analysis/ reads: runs with their swept
+// parameters, their outcome, and their metric series (one per metric name, ordered by step).
+//
+// sweep_data.h fills these structs from the SQLite results database; tests build them directly.
+//
+//   RunData run;
+//   run.id = "3f2a9c0d11e4b7a2";
+//   run.batch_size = 256;
+//   run.world_size = 2;
+//   run.metrics["test_accuracy"] = Series{{100, 200}, {0.80, 0.86}};
+//   const Series* acc = run.Metric("test_accuracy");  // nullptr when the run never logged it
+#ifndef BATCHLAB_ANALYSIS_RUN_DATA_H_
+#define BATCHLAB_ANALYSIS_RUN_DATA_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace batchlab::analysis {
+
+// One metric of one run: values in increasing step order (steps.size() == values.size()).
+struct Series {
+  std::vector<int64_t> steps;
+  std::vector<double> values;
+
+  size_t size() const { return steps.size(); }
+  bool empty() const { return steps.empty(); }
+};
+
+// One run of a sweep (its current attempt).
+struct RunData {
+  std::string id;
+  // Swept values as JSON text ("batch_size" -> "256", "lr.rule" -> "\"linear\"", "seed" -> "1").
+  std::map<std::string, std::string> params;
+  int64_t batch_size = 0;        // global batch per optimizer step
+  int64_t local_batch_size = 0;  // batch_size / world_size
+  int nodes = 1;
+  int world_size = 1;
+  int64_t seed = 0;
+  int64_t parameters = 0;  // model size in scalars (from the runner's start line); 0 = unknown
+  std::string lr_rule;     // "none" | "linear" | "sqrt"
+  std::string optimizer;   // "sgd", "momentum", "lars", ...
+  std::string state;       // results::RunState name: "completed", "diverged", "failed", ...
+  std::map<std::string, Series> metrics;
+
+  // The series of `name`, or nullptr when the run never logged it.
+  const Series* Metric(const std::string& name) const {
+    auto it = metrics.find(name);
+    return it == metrics.end() ? nullptr : &it->second;
+  }
+};
+
+// A sweep as analysed: one version of a named sweep and its runs.
+struct SweepData {
+  std::string name;
+  int version = 0;
+  std::vector<RunData> runs;
+};
+
+// Everything that identifies a run's configuration apart from the listed parameters: the swept
+// values minus `drop` (exact names, or prefixes ending in '.', e.g. "lr."), joined as
+// "name=value,...". Runs that differ only in a dropped parameter share a key.
+std::string ConfigKey(const RunData& run, const std::vector<std::string>& drop);
+
+// A short human label: "B=256 K=2 rule=linear opt=momentum".
+std::string RunLabel(const RunData& run);
+
+}  // namespace batchlab::analysis
+
+#endif  // BATCHLAB_ANALYSIS_RUN_DATA_H_
