@@ -1,0 +1,45 @@
+// The fields of a run's resolved config (docs/protocol.md), their types, allowed values and
+// defaults, as one table. The spec parser checks `base`, every axis value and every sampled value
+// against it, so a typo or a wrong type is reported with its JSON path before anything runs:
+//
+//   Status s = ValidateConfigValue("optimizer.name", json("sgdd"), "axes.optimizer.name[1]");
+//   // -> axes.optimizer.name[1]: "sgdd" is not one of "sgd", "momentum", ... (INVALID_ARGUMENT)
+//
+//   nlohmann::json config = ConfigDefaults();      // every defaulted field, documented in spec.md
+//
+// Paths are dotted ("lr.rule"); only leaves and whole objects listed here are accepted.
+#ifndef BATCHLAB_ORCHESTRATOR_CONFIG_SCHEMA_H_
+#define BATCHLAB_ORCHESTRATOR_CONFIG_SCHEMA_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace batchlab::orchestrator {
+
+// Fields the orchestrator derives or fills itself; a spec may not set them.
+bool IsDerivedField(const std::string& dotted_path);
+
+// Checks that `dotted_path` names a config field a spec may set, and that `value` has its type
+// and an allowed value. `where` is the JSON path in the spec used in error messages.
+Status ValidateConfigValue(const std::string& dotted_path, const nlohmann::json& value,
+                           const std::string& where);
+
+// Checks a whole `base` object (every key recursively).
+Status ValidateConfigObject(const nlohmann::json& base, const std::string& where);
+
+// The defaults for every optional field of the resolved config.
+nlohmann::json ConfigDefaults();
+
+// Every dotted leaf path a spec may set (for the JSON Schema and docs/spec.md).
+std::vector<std::string> SettableConfigPaths();
+
+// Training samples of a named dataset (fashion-mnist: 60000), or of `data.samples` when set.
+StatusOr<long long> DatasetSize(const nlohmann::json& data);
+
+}  // namespace batchlab::orchestrator
+
+#endif  // BATCHLAB_ORCHESTRATOR_CONFIG_SCHEMA_H_

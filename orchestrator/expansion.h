@@ -1,0 +1,61 @@
+// Expansion: a validated Spec becomes the list of runs it describes. Grid axes are crossed in
+// written order (the first varies slowest), zipped groups advance together, random draws are
+// crossed with the grid, seeds vary fastest. Each point gets its resolved config (defaults <-
+// base <- swept values, then derived values), the constraints drop points, and each surviving
+// run gets its id (run_identity.h).
+//
+//   BATCHLAB_ASSIGN_OR_RETURN(Plan plan, ExpandSpec(spec, {}));
+//   for (const PlannedRun& r : plan.runs) Launch(r.config, r.slots);
+//
+// A batch size that does not divide by world_size x accumulation is an error naming the spec
+// field it came from (add a constraint to drop such points instead).
+#ifndef BATCHLAB_ORCHESTRATOR_EXPANSION_H_
+#define BATCHLAB_ORCHESTRATOR_EXPANSION_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "orchestrator/spec.h"
+
+namespace batchlab::orchestrator {
+
+struct PlannedRun {
+  int ordinal = 0;  // position in the expansion, after constraints
+  std::string id;
+  // The resolved config (docs/protocol.md) with run_id; attempt and metrics_path are added
+  // per attempt at launch.
+  nlohmann::json config;
+  std::map<std::string, std::string> params;  // swept path -> JSON text; always has "seed"
+  int world_size = 1;
+  int slots = 1;                  // world_size x slots_per_rank: cores the run occupies
+  double expected_seconds = 1;    // for longest-first packing and the first ETA
+  double scaled_lr = 0;           // lr.base scaled by lr.rule at batch_size (display only)
+};
+
+struct Plan {
+  std::vector<PlannedRun> runs;
+  long long points = 0;                              // before constraints and de-duplication
+  std::vector<std::pair<std::string, long long>> dropped;  // constraint label -> points dropped
+  long long duplicates = 0;                          // points identical to an earlier one
+};
+
+struct ExpandOptions {
+  std::optional<long long> max_runs;  // overrides the spec's max_runs (CLI --max-runs)
+};
+
+StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options);
+
+// Reads a dotted path of a JSON object (nullptr if absent).
+const nlohmann::json* FindPath(const nlohmann::json& object, const std::string& dotted_path);
+// Sets a dotted path, creating intermediate objects.
+void SetPath(nlohmann::json& object, const std::string& dotted_path, nlohmann::json value);
+
+}  // namespace batchlab::orchestrator
+
+#endif  // BATCHLAB_ORCHESTRATOR_EXPANSION_H_

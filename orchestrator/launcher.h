@@ -1,0 +1,64 @@
+// The seam between the sweep executor and the outside world that runs jobs: a local pool of
+// `mpirun` processes (local_launcher.h) or a Slurm cluster (slurm_launcher.h). Abstract so the
+// executor can be tested with a fake and so backends can be swapped.
+//
+//   std::unique_ptr<Launcher> launcher = MakeLocalLauncher(settings);
+//   BATCHLAB_ASSIGN_OR_RETURN(auto job, launcher->Start(request));
+//   while (!job->Poll().done) Sleep();
+//   job->Terminate();   // SIGTERM / scancel; Poll() then reports the end
+//
+// A launcher writes `launch.json` into the attempt directory (pid / job id) so that a later
+// orchestrator can stop what an earlier, killed one left running (CleanUpStale).
+#ifndef BATCHLAB_ORCHESTRATOR_LAUNCHER_H_
+#define BATCHLAB_ORCHESTRATOR_LAUNCHER_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+
+namespace batchlab::orchestrator {
+
+struct LaunchRequest {
+  std::string run_id;
+  int attempt = 1;
+  std::string attempt_dir;  // <runs-dir>/<sweep>/<run-id>/attempt-<n>/, exists and is empty
+  std::string config_path;  // attempt_dir/config.json, already written
+  int nodes = 1;
+  int ranks_per_node = 1;
+  int world_size = 1;
+  int slots = 1;              // cores the run occupies (world_size x slots per rank)
+  int cpus_per_rank = 1;
+  double timeout_seconds = 0;  // 0: none (Slurm: the spec's time limit applies)
+};
+
+struct JobStatus {
+  bool done = false;
+  std::optional<int> exit_code;  // set when the job ended with an exit code
+  std::optional<int> signal;     // set when it was killed by a signal
+  std::string host;              // where it ran, when known
+  std::string detail;            // backend state text (e.g. Slurm "PENDING", "FAILED")
+};
+
+class Job {
+ public:
+  virtual ~Job() = default;
+  virtual JobStatus Poll() = 0;    // non-blocking
+  virtual void Terminate() = 0;    // ask to stop (SIGTERM to the process group / scancel)
+  virtual void Kill() = 0;         // stop now (SIGKILL / scancel --signal=KILL)
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual const char* name() const = 0;  // "local", "slurm"
+  virtual StatusOr<std::unique_ptr<Job>> Start(const LaunchRequest& request) = 0;
+  // Stops whatever an earlier orchestrator started for the attempt in `attempt_dir` and left
+  // behind (reads launch.json; no-op if absent or already gone).
+  virtual void CleanUpStale(const std::string& attempt_dir) = 0;
+};
+
+}  // namespace batchlab::orchestrator
+
+#endif  // BATCHLAB_ORCHESTRATOR_LAUNCHER_H_

@@ -1,0 +1,52 @@
+// What a running sweep shows: on a terminal, one live line rewritten in place
+//   [quickstart] 7/12 done, 2 running, 1 failed, 0 waiting-retry | ETA 0:42
+// and otherwise (a log file, CI) one plain line per event ("run 3f2a... completed in 8.1 s").
+// The ETA comes from observed run times: the mean duration of finished attempts times the work
+// still waiting, divided by the number of runs that fit side by side.
+//
+//   ProgressPrinter progress(stderr, isatty(2), "quickstart", /*total=*/12);
+//   progress.Event(fmt::format("run {} started", id));
+//   progress.Update(counts, now);
+#ifndef BATCHLAB_ORCHESTRATOR_PROGRESS_H_
+#define BATCHLAB_ORCHESTRATOR_PROGRESS_H_
+
+#include <cstdio>
+#include <string>
+
+namespace batchlab::orchestrator {
+
+struct ProgressCounts {
+  int total = 0;
+  int done = 0;      // finished (any terminal outcome that will not be retried), incl. skipped
+  int running = 0;
+  int failed = 0;    // failed or timed out for good
+  int waiting = 0;   // not started yet (incl. waiting for a retry)
+  double mean_run_seconds = 0;  // of finished attempts (0: none yet)
+  double parallelism = 1;       // runs that fit side by side
+};
+
+// Seconds still needed (-1 when unknown).
+double EstimateRemainingSeconds(const ProgressCounts& c);
+
+class ProgressPrinter {
+ public:
+  ProgressPrinter(std::FILE* out, bool live, std::string sweep);
+  ~ProgressPrinter();
+
+  void Event(const std::string& line);  // a state change worth a line
+  void Update(const ProgressCounts& counts, double now_seconds);  // redraws (live) at most 10/s
+  void Finish();  // ends the live line
+
+ private:
+  void Draw(const ProgressCounts& counts);
+  std::FILE* out_;
+  bool live_;
+  std::string sweep_;
+  double last_draw_ = -1;
+  bool line_open_ = false;
+  ProgressCounts last_;
+};
+
+}  // namespace batchlab::orchestrator
+
+#endif  // BATCHLAB_ORCHESTRATOR_PROGRESS_H_

@@ -1,0 +1,96 @@
+#include "orchestrator/scheduler.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <queue>
+
+namespace batchlab::orchestrator {
+
+LptQueue::LptQueue(int pool_slots) : pool_slots_(std::max(1, pool_slots)) {}
+
+void LptQueue::Add(QueuedJob job) {
+  job.slots = std::clamp(job.slots, 1, pool_slots_);
+  auto before = [](const QueuedJob& a, const QueuedJob& b) {
+    if (a.expected_seconds != b.expected_seconds) return a.expected_seconds > b.expected_seconds;
+    return a.key < b.key;
+  };
+  jobs_.insert(std::upper_bound(jobs_.begin(), jobs_.end(), job, before), job);
+}
+
+std::vector<int> LptQueue::TakeStartable(int free_slots, double now) {
+  std::vector<int> out;
+  for (auto it = jobs_.begin(); it != jobs_.end() && free_slots > 0;) {
+    if (it->slots <= free_slots && it->not_before <= now) {
+      free_slots -= it->slots;
+      out.push_back(it->key);
+      it = jobs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+double LptQueue::NextReadyTime() const {
+  double t = 0;
+  for (const auto& j : jobs_) {
+    if (j.not_before > 0 && (t == 0 || j.not_before < t)) t = j.not_before;
+  }
+  return t;
+}
+
+int LptQueue::SlotsOf(int key) const {
+  for (const auto& j : jobs_) {
+    if (j.key == key) return j.slots;
+  }
+  return 0;
+}
+
+double MakespanLowerBound(const std::vector<QueuedJob>& jobs, int pool_slots) {
+  pool_slots = std::max(1, pool_slots);
+  double longest = 0, area = 0;
+  for (const auto& j : jobs) {
+    longest = std::max(longest, j.expected_seconds);
+    area += std::clamp(j.slots, 1, pool_slots) * j.expected_seconds;
+  }
+  return std::max(longest, area / pool_slots);
+}
+
+double SimulateMakespan(const std::vector<QueuedJob>& jobs, int pool_slots) {
+  LptQueue queue(pool_slots);
+  for (const auto& j : jobs) queue.Add(j);
+  // (end time, slots) of running jobs, earliest end first.
+  using Running = std::pair<double, int>;
+  std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
+  std::map<int, double> duration;
+  std::map<int, int> slots;
+  for (const auto& j : jobs) {
+    duration[j.key] = j.expected_seconds;
+    slots[j.key] = std::clamp(j.slots, 1, queue.pool_slots());
+  }
+  double now = 0, makespan = 0;
+  int free_slots = queue.pool_slots();
+  while (!queue.empty() || !running.empty()) {
+    for (int key : queue.TakeStartable(free_slots, now)) {
+      free_slots -= slots[key];
+      double end = now + duration[key];
+      running.emplace(end, slots[key]);
+      makespan = std::max(makespan, end);
+    }
+    if (running.empty()) {
+      double next = queue.NextReadyTime();
+      if (next <= now) break;  // nothing can ever start: cannot happen after clamping
+      now = next;
+      continue;
+    }
+    now = running.top().first;
+    while (!running.empty() && running.top().first <= now) {
+      free_slots += running.top().second;
+      running.pop();
+    }
+  }
+  return makespan;
+}
+
+}  // namespace batchlab::orchestrator

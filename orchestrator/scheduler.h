@@ -1,0 +1,57 @@
+// Packing runs onto a pool of slots (cores): longest-expected-first list scheduling with
+// backfill. Whenever slots free up, the longest waiting run that fits starts; a run needing more
+// slots than the pool has is clamped to the whole pool (it runs alone, oversubscribed). The
+// makespan of such a schedule stays close to the lower bound
+//
+//   LB = max(longest run, sum(slots_i x seconds_i) / pool slots)
+//
+// (Graham 1969: LPT on identical single-slot jobs is within 4/3 - 1/(3m) of the optimum).
+//
+//   LptQueue queue(/*pool_slots=*/2);
+//   queue.Add({.key = 0, .slots = 1, .expected_seconds = 30});
+//   for (int key : queue.TakeStartable(free_slots, now)) Start(key);
+//   queue.Add({.key = 0, .slots = 1, .expected_seconds = 30, .not_before = now + backoff});
+#ifndef BATCHLAB_ORCHESTRATOR_SCHEDULER_H_
+#define BATCHLAB_ORCHESTRATOR_SCHEDULER_H_
+
+#include <cstddef>
+#include <vector>
+
+namespace batchlab::orchestrator {
+
+struct QueuedJob {
+  int key = 0;                  // caller's handle (index of the run)
+  int slots = 1;                // clamped to [1, pool slots] by Add
+  double expected_seconds = 0;  // ordering key: longest first
+  double not_before = 0;        // earliest start (retry backoff), same clock as `now`
+};
+
+class LptQueue {
+ public:
+  explicit LptQueue(int pool_slots);
+
+  void Add(QueuedJob job);
+  // Removes and returns (in start order) the keys of the jobs to start now with `free_slots`.
+  std::vector<int> TakeStartable(int free_slots, double now);
+  bool empty() const { return jobs_.empty(); }
+  std::size_t size() const { return jobs_.size(); }
+  // Earliest not_before among waiting jobs (0 if none waits for backoff).
+  double NextReadyTime() const;
+  int pool_slots() const { return pool_slots_; }
+  int SlotsOf(int key) const;  // slots of a queued job after clamping (0 if not queued)
+
+ private:
+  int pool_slots_;
+  std::vector<QueuedJob> jobs_;  // sorted: longest expected first, then key
+};
+
+// max(longest, total slot-seconds / pool_slots), with each job's slots clamped to the pool.
+double MakespanLowerBound(const std::vector<QueuedJob>& jobs, int pool_slots);
+
+// Event simulation of LptQueue on jobs whose true duration is their expected_seconds: the
+// makespan the scheduler achieves (tests and the benchmark compare it with the lower bound).
+double SimulateMakespan(const std::vector<QueuedJob>& jobs, int pool_slots);
+
+}  // namespace batchlab::orchestrator
+
+#endif  // BATCHLAB_ORCHESTRATOR_SCHEDULER_H_

@@ -1,0 +1,412 @@
+#include "orchestrator/spec.h"
+
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "orchestrator/config_schema.h"
+#include "orchestrator/run_identity.h"
+
+namespace batchlab::orchestrator {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+Status Bad(const std::string& where, const std::string& what) {
+  return InvalidArgumentError(fmt::format("{}: {}", where, what));
+}
+
+// Rejects keys of `obj` outside `allowed`, naming the first unknown one.
+Status OnlyKeys(const ordered_json& obj, const std::string& where,
+                const std::vector<std::string>& allowed) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool ok = false;
+    for (const auto& a : allowed) ok = ok || it.key() == a;
+    if (!ok) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      std::string path = where.empty() ? it.key() : where + "." + it.key();
+      return Bad(path, "unknown field; allowed " +
+                           (where.empty() ? std::string("at the top level") : "here") + ": " +
+                           list);
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<long long> Integer(const ordered_json& v, const std::string& where, long long min) {
+  if (!v.is_number_integer() || v.get<long long>() < min) {
+    return Bad(where, fmt::format("{} is not {}", v.dump(),
+                                  min == 1   ? "a positive integer"
+                                  : min == 0 ? "a non-negative integer"
+                                             : fmt::format("an integer >= {}", min)));
+  }
+  return v.get<long long>();
+}
+
+StatusOr<double> Number(const ordered_json& v, const std::string& where, double min) {
+  if (!v.is_number() || !(v.get<double>() >= min)) {
+    return Bad(where, fmt::format("{} is not a number >= {}", v.dump(), min));
+  }
+  return v.get<double>();
+}
+
+StatusOr<std::string> String(const ordered_json& v, const std::string& where) {
+  if (!v.is_string()) return Bad(where, fmt::format("{} is not a string", v.dump()));
+  return v.get<std::string>();
+}
+
+StatusOr<std::vector<std::string>> StringList(const ordered_json& v, const std::string& where) {
+  if (!v.is_array()) return Bad(where, fmt::format("{} is not an array of strings", v.dump()));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    BATCHLAB_ASSIGN_OR_RETURN(auto s, String(v[i], fmt::format("{}[{}]", where, i)));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Axis paths must be distinct and none may be a prefix object of another ("lr" vs "lr.base").
+Status CheckPathsDisjoint(const std::vector<std::pair<std::string, std::string>>& paths) {
+  for (size_t i = 0; i < paths.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      const auto& a = paths[i].first;
+      const auto& b = paths[j].first;
+      if (a == b || a.rfind(b + ".", 0) == 0 || b.rfind(a + ".", 0) == 0) {
+        return Bad(paths[i].second,
+                   fmt::format("\"{}\" is already swept by {}; sweep each config field once", a,
+                               paths[j].second));
+      }
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<Axis::Column> ParseColumn(const std::string& path, const ordered_json& values,
+                                   const std::string& where) {
+  if (!values.is_array() || values.empty()) {
+    return Bad(where, fmt::format("{} is not a non-empty array of values", values.dump()));
+  }
+  Axis::Column col{path, {}};
+  for (size_t i = 0; i < values.size(); ++i) {
+    json v = json::parse(values[i].dump());
+    BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(path, v, fmt::format("{}[{}]", where, i)));
+    col.values.push_back(std::move(v));
+  }
+  return col;
+}
+
+Status ParseAxes(const ordered_json& doc, Spec* spec,
+                 std::vector<std::pair<std::string, std::string>>* paths) {
+  if (doc.contains("axes")) {
+    const auto& axes = doc["axes"];
+    if (!axes.is_object()) return Bad("axes", "is not an object of \"path\": [values]");
+    for (auto it = axes.begin(); it != axes.end(); ++it) {
+      std::string where = "axes." + it.key();
+      BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(it.key(), it.value(), where));
+      paths->emplace_back(it.key(), where);
+      spec->axes.push_back(Axis{{std::move(col)}});
+    }
+  }
+  if (doc.contains("zip")) {
+    const auto& zip = doc["zip"];
+    if (!zip.is_array()) return Bad("zip", "is not an array of {\"path\": [values], ...} groups");
+    for (size_t g = 0; g < zip.size(); ++g) {
+      std::string gwhere = fmt::format("zip[{}]", g);
+      if (!zip[g].is_object() || zip[g].empty()) {
+        return Bad(gwhere, "is not a non-empty object of \"path\": [values]");
+      }
+      Axis axis;
+      for (auto it = zip[g].begin(); it != zip[g].end(); ++it) {
+        std::string where = gwhere + "." + it.key();
+        BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(it.key(), it.value(), where));
+        if (!axis.columns.empty() && col.values.size() != axis.size()) {
+          return Bad(where, fmt::format("has {} values but {} has {}; zipped lists must have "
+                                        "equal length",
+                                        col.values.size(), axis.columns.front().path,
+                                        axis.size()));
+        }
+        paths->emplace_back(it.key(), where);
+        axis.columns.push_back(std::move(col));
+      }
+      spec->axes.push_back(std::move(axis));
+    }
+  }
+  return OkStatus();
+}
+
+Status ParseRandom(const ordered_json& r, Spec* spec,
+                   std::vector<std::pair<std::string, std::string>>* paths) {
+  if (!r.is_object()) return Bad("random", "is not an object {\"count\", \"seed\", \"params\"}");
+  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(r, "random", {"count", "seed", "params"}));
+  if (!r.contains("count")) return Bad("random.count", "is missing (number of random draws)");
+  BATCHLAB_ASSIGN_OR_RETURN(long long count, Integer(r["count"], "random.count", 1));
+  spec->random.count = static_cast<int>(count);
+  if (r.contains("seed")) {
+    BATCHLAB_ASSIGN_OR_RETURN(long long seed, Integer(r["seed"], "random.seed", 0));
+    spec->random.seed = static_cast<uint64_t>(seed);
+  }
+  if (!r.contains("params") || !r["params"].is_object() || r["params"].empty()) {
+    return Bad("random.params", "must be a non-empty object of \"path\": {distribution}");
+  }
+  for (auto it = r["params"].begin(); it != r["params"].end(); ++it) {
+    std::string where = "random.params." + it.key();
+    const auto& d = it.value();
+    if (!d.is_object() || d.size() != 1) {
+      return Bad(where, "must be exactly one of {\"uniform\": [lo, hi]}, {\"log_uniform\": [lo, "
+                        "hi]}, {\"int_uniform\": [lo, hi]}, {\"choice\": [values]}");
+    }
+    RandomParam p;
+    p.path = it.key();
+    const std::string kind = d.begin().key();
+    const auto& arg = d.begin().value();
+    std::string awhere = where + "." + kind;
+    if (kind == "choice") {
+      p.distribution = RandomParam::Distribution::kChoice;
+      BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(p.path, arg, awhere));
+      p.choices = std::move(col.values);
+    } else if (kind == "uniform" || kind == "log_uniform" || kind == "int_uniform") {
+      p.distribution = kind == "uniform"       ? RandomParam::Distribution::kUniform
+                       : kind == "log_uniform" ? RandomParam::Distribution::kLogUniform
+                                               : RandomParam::Distribution::kIntUniform;
+      if (!arg.is_array() || arg.size() != 2 || !arg[0].is_number() || !arg[1].is_number()) {
+        return Bad(awhere, fmt::format("{} is not [low, high] (two numbers)", arg.dump()));
+      }
+      p.low = arg[0].get<double>();
+      p.high = arg[1].get<double>();
+      if (!(p.low <= p.high)) return Bad(awhere, "low must not exceed high");
+      if (kind == "log_uniform" && !(p.low > 0)) return Bad(awhere, "low must be > 0 for log_uniform");
+      if (kind == "int_uniform" && (!arg[0].is_number_integer() || !arg[1].is_number_integer())) {
+        return Bad(awhere, "int_uniform bounds must be integers");
+      }
+      // Both ends must be valid values of the field (e.g. lr.base > 0).
+      json lo = kind == "int_uniform" ? json(arg[0].get<long long>()) : json(p.low);
+      json hi = kind == "int_uniform" ? json(arg[1].get<long long>()) : json(p.high);
+      BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, lo, awhere + "[0]"));
+      BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, hi, awhere + "[1]"));
+    } else {
+      return Bad(where + "." + kind,
+                 "unknown distribution; allowed: uniform, log_uniform, int_uniform, choice");
+    }
+    paths->emplace_back(p.path, where);
+    spec->random.params.push_back(std::move(p));
+  }
+  return OkStatus();
+}
+
+Status ParseConstraints(const ordered_json& c, Spec* spec) {
+  if (!c.is_array()) return Bad("constraints", "is not an array of {field, op, value|value_of}");
+  static const std::set<std::string> kOps = {"<", "<=", ">", ">=", "==", "!="};
+  for (size_t i = 0; i < c.size(); ++i) {
+    std::string where = fmt::format("constraints[{}]", i);
+    const auto& e = c[i];
+    if (!e.is_object()) return Bad(where, "is not an object {field, op, value|value_of}");
+    BATCHLAB_RETURN_IF_ERROR(OnlyKeys(e, where, {"field", "op", "value", "value_of", "scale"}));
+    Constraint k;
+    k.label = where;
+    if (!e.contains("field")) return Bad(where + ".field", "is missing");
+    BATCHLAB_ASSIGN_OR_RETURN(k.field, String(e["field"], where + ".field"));
+    if (!e.contains("op")) return Bad(where + ".op", "is missing");
+    BATCHLAB_ASSIGN_OR_RETURN(k.op, String(e["op"], where + ".op"));
+    if (!kOps.count(k.op)) {
+      return Bad(where + ".op", fmt::format("\"{}\" is not one of <, <=, >, >=, ==, !=", k.op));
+    }
+    if (e.contains("value") == e.contains("value_of")) {
+      return Bad(where, "needs exactly one of \"value\" (a literal) or \"value_of\"");
+    }
+    if (e.contains("value")) {
+      k.value = json::parse(e["value"].dump());
+      if (!k.value.is_number() && !k.value.is_string()) {
+        return Bad(where + ".value", fmt::format("{} is not a number or string", k.value.dump()));
+      }
+    } else {
+      BATCHLAB_ASSIGN_OR_RETURN(k.value_of, String(e["value_of"], where + ".value_of"));
+    }
+    if (e.contains("scale")) {
+      BATCHLAB_ASSIGN_OR_RETURN(k.scale, Number(e["scale"], where + ".scale", 0));
+    }
+    spec->constraints.push_back(std::move(k));
+  }
+  return OkStatus();
+}
+
+Status ParseSeeds(const ordered_json& doc, Spec* spec) {
+  if (doc.contains("seeds") && doc.contains("repeats")) {
+    return Bad("repeats", "give either \"seeds\" (a list) or \"repeats\" (with \"seed\"), not both");
+  }
+  if (doc.contains("seeds")) {
+    const auto& s = doc["seeds"];
+    if (!s.is_array() || s.empty()) return Bad("seeds", "is not a non-empty array of integers");
+    spec->seeds.clear();
+    std::set<long long> seen;
+    for (size_t i = 0; i < s.size(); ++i) {
+      BATCHLAB_ASSIGN_OR_RETURN(long long v, Integer(s[i], fmt::format("seeds[{}]", i), 0));
+      if (!seen.insert(v).second) return Bad(fmt::format("seeds[{}]", i), "repeats a seed");
+      spec->seeds.push_back(v);
+    }
+  } else {
+    long long first = 1, repeats = 1;
+    if (doc.contains("seed")) {
+      BATCHLAB_ASSIGN_OR_RETURN(first, Integer(doc["seed"], "seed", 0));
+    }
+    if (doc.contains("repeats")) {
+      BATCHLAB_ASSIGN_OR_RETURN(repeats, Integer(doc["repeats"], "repeats", 1));
+    }
+    spec->seeds.clear();
+    for (long long i = 0; i < repeats; ++i) spec->seeds.push_back(first + i);
+  }
+  if (doc.contains("seed") && doc.contains("seeds")) {
+    return Bad("seed", "\"seed\" goes with \"repeats\"; with \"seeds\" list every seed");
+  }
+  return OkStatus();
+}
+
+Status ParseResources(const ordered_json& r, Resources* out) {
+  if (!r.is_object()) return Bad("resources", "is not an object");
+  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(r, "resources",
+                                    {"slots_per_rank", "timeout_seconds", "retries",
+                                     "retry_backoff_seconds", "expected_seconds"}));
+  if (r.contains("slots_per_rank")) {
+    BATCHLAB_ASSIGN_OR_RETURN(long long v,
+                              Integer(r["slots_per_rank"], "resources.slots_per_rank", 1));
+    out->slots_per_rank = static_cast<int>(v);
+  }
+  if (r.contains("timeout_seconds")) {
+    BATCHLAB_ASSIGN_OR_RETURN(out->timeout_seconds,
+                              Number(r["timeout_seconds"], "resources.timeout_seconds", 0));
+  }
+  if (r.contains("retries")) {
+    BATCHLAB_ASSIGN_OR_RETURN(long long v, Integer(r["retries"], "resources.retries", 0));
+    out->retries = static_cast<int>(v);
+  }
+  if (r.contains("retry_backoff_seconds")) {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        out->retry_backoff_seconds,
+        Number(r["retry_backoff_seconds"], "resources.retry_backoff_seconds", 0));
+  }
+  if (r.contains("expected_seconds")) {
+    BATCHLAB_ASSIGN_OR_RETURN(out->expected_seconds,
+                              Number(r["expected_seconds"], "resources.expected_seconds", 0));
+  }
+  return OkStatus();
+}
+
+Status ParseLaunch(const ordered_json& l, LaunchSettings* out) {
+  if (!l.is_object()) return Bad("launch", "is not an object {env, mpirun_args}");
+  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(l, "launch", {"env", "mpirun_args"}));
+  if (l.contains("env")) {
+    if (!l["env"].is_object()) return Bad("launch.env", "is not an object of \"NAME\": \"value\"");
+    for (auto it = l["env"].begin(); it != l["env"].end(); ++it) {
+      BATCHLAB_ASSIGN_OR_RETURN(out->env[it.key()], String(it.value(), "launch.env." + it.key()));
+    }
+  }
+  if (l.contains("mpirun_args")) {
+    BATCHLAB_ASSIGN_OR_RETURN(out->mpirun_args, StringList(l["mpirun_args"], "launch.mpirun_args"));
+  }
+  return OkStatus();
+}
+
+Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
+  if (!s.is_object()) return Bad("slurm", "is not an object");
+  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(
+      s, "slurm", {"partition", "time_limit_minutes", "cpus_per_task", "sbatch_args"}));
+  if (s.contains("partition")) {
+    BATCHLAB_ASSIGN_OR_RETURN(out->partition, String(s["partition"], "slurm.partition"));
+  }
+  if (s.contains("time_limit_minutes")) {
+    BATCHLAB_ASSIGN_OR_RETURN(long long v,
+                              Integer(s["time_limit_minutes"], "slurm.time_limit_minutes", 1));
+    out->time_limit_minutes = static_cast<int>(v);
+  }
+  if (s.contains("cpus_per_task")) {
+    BATCHLAB_ASSIGN_OR_RETURN(long long v, Integer(s["cpus_per_task"], "slurm.cpus_per_task", 1));
+    out->cpus_per_task = static_cast<int>(v);
+  }
+  if (s.contains("sbatch_args")) {
+    BATCHLAB_ASSIGN_OR_RETURN(out->sbatch_args, StringList(s["sbatch_args"], "slurm.sbatch_args"));
+  }
+  return OkStatus();
+}
+
+Status ParseDocument(const ordered_json& doc, Spec* spec) {
+  if (!doc.is_object()) return Bad("(top level)", "a spec is a JSON object");
+  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(
+      doc, "",
+      {"$schema", "name", "description", "base", "axes", "zip", "random", "constraints", "seeds",
+       "repeats", "seed", "max_runs", "resources", "launch", "slurm"}));
+  if (!doc.contains("name")) return Bad("name", "is missing (the sweep's name)");
+  BATCHLAB_ASSIGN_OR_RETURN(spec->name, String(doc["name"], "name"));
+  if (spec->name.empty() || spec->name.size() > 64 ||
+      spec->name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+                                   ".-") != std::string::npos ||
+      spec->name[0] == '.') {
+    return Bad("name", fmt::format("\"{}\" is not 1-64 characters of A-Z a-z 0-9 _ . - (not "
+                                   "starting with .)",
+                                   spec->name));
+  }
+  if (doc.contains("description")) {
+    BATCHLAB_ASSIGN_OR_RETURN(spec->description, String(doc["description"], "description"));
+  }
+  if (doc.contains("base")) {
+    spec->base = json::parse(doc["base"].dump());
+    BATCHLAB_RETURN_IF_ERROR(ValidateConfigObject(spec->base, "base"));
+  }
+  std::vector<std::pair<std::string, std::string>> paths;
+  BATCHLAB_RETURN_IF_ERROR(ParseAxes(doc, spec, &paths));
+  if (doc.contains("random")) BATCHLAB_RETURN_IF_ERROR(ParseRandom(doc["random"], spec, &paths));
+  BATCHLAB_RETURN_IF_ERROR(CheckPathsDisjoint(paths));
+  if (doc.contains("constraints")) {
+    BATCHLAB_RETURN_IF_ERROR(ParseConstraints(doc["constraints"], spec));
+  }
+  BATCHLAB_RETURN_IF_ERROR(ParseSeeds(doc, spec));
+  if (doc.contains("max_runs")) {
+    BATCHLAB_ASSIGN_OR_RETURN(spec->max_runs, Integer(doc["max_runs"], "max_runs", 1));
+  }
+  if (doc.contains("resources")) {
+    BATCHLAB_RETURN_IF_ERROR(ParseResources(doc["resources"], &spec->resources));
+  }
+  if (doc.contains("launch")) BATCHLAB_RETURN_IF_ERROR(ParseLaunch(doc["launch"], &spec->launch));
+  if (doc.contains("slurm")) BATCHLAB_RETURN_IF_ERROR(ParseSlurm(doc["slurm"], &spec->slurm));
+  // batch_size has no default: it must come from base or an axis.
+  bool has_batch = spec->base.contains("batch_size");
+  for (const auto& p : paths) has_batch = has_batch || p.first == "batch_size";
+  if (!has_batch) {
+    return Bad("base.batch_size", "is missing: set it in base or sweep it in axes/zip/random");
+  }
+  spec->canonical = json::parse(doc.dump());
+  spec->canonical.erase("$schema");
+  spec->spec_hash = SpecHashOf(spec->canonical);
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Spec> ParseSpec(const std::string& text, const std::string& source) {
+  ordered_json doc;
+  try {
+    doc = ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();
+    auto pos = what.find("parse error");
+    return InvalidArgumentError(fmt::format(
+        "{}: not valid JSON: {}", source, pos == std::string::npos ? what : what.substr(pos)));
+  }
+  Spec spec;
+  Status s = ParseDocument(doc, &spec);
+  if (!s.ok()) return s.WithContext(source);
+  return spec;
+}
+
+StatusOr<Spec> LoadSpecFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(fmt::format("{}: cannot read the spec file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseSpec(text.str(), path);
+}
+
+}  // namespace batchlab::orchestrator

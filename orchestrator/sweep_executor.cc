@@ -1,0 +1,399 @@
+#include "orchestrator/sweep_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <boost/filesystem.hpp>
+#include <fmt/format.h>
+
+#include "orchestrator/scheduler.h"
+#include "orchestrator/sweep_lock.h"
+
+namespace batchlab::orchestrator {
+namespace {
+
+namespace fs = boost::filesystem;
+using results::RunState;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Tail(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<size_t>(in.tellg());
+  size_t start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string ParamsText(const PlannedRun& run) {
+  std::string out;
+  for (const auto& [k, v] : run.params) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out;
+}
+
+StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec,
+                                         bool new_version, bool* created) {
+  BATCHLAB_ASSIGN_OR_RETURN(auto latest, store.LatestSweep(spec.name));
+  *created = false;
+  if (latest && latest->spec_hash == spec.spec_hash) return *latest;
+  if (latest && !new_version) {
+    return FailedPreconditionError(fmt::format(
+        "sweep \"{}\" version {} was run with a different spec (spec hash {} now {}); pass "
+        "--new-version to record this spec as version {}, or give the sweep another name",
+        spec.name, latest->version, latest->spec_hash, spec.spec_hash, latest->version + 1));
+  }
+  *created = true;
+  return store.CreateSweep(spec.name, spec.canonical.dump(), spec.spec_hash);
+}
+
+struct Active {
+  size_t index = 0;
+  int attempt = 0;
+  std::unique_ptr<Job> job;
+  std::string dir;
+  double started = 0;
+  double deadline = 0;  // 0: none
+  bool timed_out = false;
+  double terminate_sent = 0;
+  double last_ingest = 0;
+  bool saw_end = false;
+  int slots = 1;
+};
+
+class Execution {
+ public:
+  Execution(const Spec& spec, const Plan& plan, results::Store& store, Launcher& launcher,
+            const ExecutorOptions& options)
+      : spec_(spec),
+        plan_(plan),
+        store_(store),
+        launcher_(launcher),
+        options_(options),
+        runs_dir_(fs::absolute(options.runs_dir).lexically_normal().string()),
+        queue_(options.slots),
+        attempt_(plan.runs.size(), 0),
+        failures_(plan.runs.size(), 0) {}
+
+  StatusOr<SweepOutcome> Run() {
+    BATCHLAB_ASSIGN_OR_RETURN(SweepLock lock,
+                              SweepLock::Acquire(runs_dir_ + "/" + spec_.name));
+    BATCHLAB_ASSIGN_OR_RETURN(auto sweep,
+                              OpenSweep(store_, spec_, options_.new_version, &out_.new_sweep));
+    out_.sweep_id = sweep.id;
+    out_.version = sweep.version;
+    out_.total = static_cast<int>(plan_.runs.size());
+    BATCHLAB_RETURN_IF_ERROR(Prepare());
+    BATCHLAB_RETURN_IF_ERROR(Loop());
+    if (options_.progress != nullptr) options_.progress->Finish();
+    return out_;
+  }
+
+ private:
+  Status Prepare() {
+    for (const PlannedRun& r : plan_.runs) {
+      results::RunRecord rec;
+      rec.id = r.id;
+      rec.sweep_id = out_.sweep_id;
+      rec.ordinal = r.ordinal;
+      rec.config_json = r.config.dump();
+      rec.params = r.params;
+      BATCHLAB_RETURN_IF_ERROR(store_.AddRun(rec));
+    }
+    BATCHLAB_ASSIGN_OR_RETURN(auto existing, store_.RunsOfSweep(out_.sweep_id));
+    std::map<std::string, const results::RunRecord*> by_id;
+    for (const auto& rec : existing) by_id[rec.id] = &rec;
+    for (size_t i = 0; i < plan_.runs.size(); ++i) {
+      const PlannedRun& r = plan_.runs[i];
+      auto it = by_id.find(r.id);
+      if (it == by_id.end()) {
+        // The same config is already a run of an earlier version of this sweep.
+        ++out_.skipped;
+        Event(fmt::format("run {} ({}) belongs to an earlier version of the sweep; not re-run",
+                          r.id, ParamsText(r)));
+        continue;
+      }
+      const results::RunRecord& rec = *it->second;
+      attempt_[i] = rec.attempt;
+      if (results::IsFinished(rec.state)) {
+        ++out_.skipped;
+        continue;
+      }
+      if (rec.state == RunState::kRunning) {
+        // Left running by an orchestrator that died: stop what is left, keep its metrics under
+        // its own attempt, and start over in a new attempt.
+        std::string dir = AttemptDir(runs_dir_, spec_.name, r.id, rec.attempt);
+        launcher_.CleanUpStale(dir);
+        store_.IngestMetrics(r.id, rec.attempt, dir + "/metrics.jsonl").status().IgnoreError();
+        BATCHLAB_RETURN_IF_ERROR(store_.Transition(
+            r.id, RunState::kCancelled,
+            {std::nullopt, "interrupted: the orchestrator stopped while this attempt ran"}));
+        ++out_.interrupted;
+        Event(fmt::format("run {} was interrupted in attempt {}; it runs again", r.id,
+                          rec.attempt));
+      }
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0});
+    }
+    if (out_.skipped > 0) Event(fmt::format("{} of {} runs already finished; skipped", out_.skipped, out_.total));
+    return OkStatus();
+  }
+
+  Status Loop() {
+    bool stopping = false;
+    double stop_deadline = 0;
+    while (!queue_.empty() || !active_.empty()) {
+      double now = Now();
+      if (!stopping && options_.stop_requested && options_.stop_requested()) {
+        stopping = true;
+        out_.stopped = true;
+        stop_deadline = now + options_.terminate_grace_seconds;
+        Event(fmt::format("stop requested: terminating {} running run(s)", active_.size()));
+        for (auto& a : active_) a.job->Terminate();
+      }
+      if (stopping && now > stop_deadline) {
+        for (auto& a : active_) a.job->Kill();
+      }
+      if (stopping && active_.empty()) break;
+      if (!stopping) {
+        int used = 0;
+        for (const auto& a : active_) used += a.slots;
+        for (int key : queue_.TakeStartable(options_.slots - used, now)) {
+          BATCHLAB_RETURN_IF_ERROR(Launch(static_cast<size_t>(key)));
+        }
+      }
+      for (size_t k = 0; k < active_.size();) {
+        Active& a = active_[k];
+        JobStatus st = a.job->Poll();
+        if (!st.done) {
+          if (a.deadline > 0 && now > a.deadline && !a.timed_out) {
+            a.timed_out = true;
+            a.terminate_sent = now;
+            a.job->Terminate();
+          }
+          if (a.timed_out && now - a.terminate_sent > options_.terminate_grace_seconds) {
+            a.job->Kill();
+          }
+          if (now - a.last_ingest >= options_.ingest_every_seconds) {
+            BATCHLAB_RETURN_IF_ERROR(Ingest(a));
+            a.last_ingest = now;
+          }
+          ++k;
+          continue;
+        }
+        BATCHLAB_RETURN_IF_ERROR(Finish(a, st, stopping));
+        active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+      ReportProgress(now);
+      std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_seconds));
+    }
+    if (first_start_ > 0) out_.wall_seconds = last_end_ - first_start_;
+    out_.lower_bound_seconds =
+        std::max(longest_, out_.busy_slot_seconds / std::max(1, options_.slots));
+    return OkStatus();
+  }
+
+  Status Launch(size_t i) {
+    const PlannedRun& r = plan_.runs[i];
+    const int attempt = attempt_[i] + 1;
+    const std::string dir = AttemptDir(runs_dir_, spec_.name, r.id, attempt);
+    boost::system::error_code ec;
+    fs::remove_all(dir, ec);  // debris of a crash before this attempt was recorded
+    fs::create_directories(dir, ec);
+    if (ec) return InternalError(fmt::format("cannot create {}: {}", dir, ec.message()));
+    nlohmann::json config = r.config;
+    config["attempt"] = attempt;
+    config["metrics_path"] = dir + "/metrics.jsonl";
+    {
+      std::ofstream out(dir + "/config.json");
+      out << config.dump(2) << "\n";
+      if (!out) return InternalError(fmt::format("cannot write {}/config.json", dir));
+    }
+    BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kRunning, {}));
+    attempt_[i] = attempt;
+    ++out_.attempts;
+    LaunchRequest req;
+    req.run_id = r.id;
+    req.attempt = attempt;
+    req.attempt_dir = dir;
+    req.config_path = req.attempt_dir + "/config.json";
+    req.nodes = config["nodes"].get<int>();
+    req.ranks_per_node = config["ranks_per_node"].get<int>();
+    req.world_size = r.world_size;
+    req.slots = std::min(r.slots, options_.slots);
+    req.cpus_per_rank = std::max(1, r.slots / std::max(1, r.world_size));
+    req.timeout_seconds = spec_.resources.timeout_seconds;
+    const double now = Now();
+    if (first_start_ == 0) first_start_ = now;
+    auto job = launcher_.Start(req);
+    if (!job.ok()) {
+      BATCHLAB_RETURN_IF_ERROR(
+          store_.Transition(r.id, RunState::kFailed, {std::nullopt, job.status().message()}));
+      last_end_ = now;
+      return AfterFailure(i, RunState::kFailed, job.status().message(), true);
+    }
+    Active a;
+    a.index = i;
+    a.attempt = attempt;
+    a.job = std::move(job).value();
+    a.dir = req.attempt_dir;
+    a.started = now;
+    a.last_ingest = now;
+    a.slots = req.slots;
+    if (spec_.resources.timeout_seconds > 0) a.deadline = now + spec_.resources.timeout_seconds;
+    Event(fmt::format("run {} ({}) started, attempt {}", r.id, ParamsText(r), attempt));
+    active_.push_back(std::move(a));
+    return OkStatus();
+  }
+
+  Status Ingest(Active& a) {
+    BATCHLAB_ASSIGN_OR_RETURN(auto stats,
+                              store_.IngestMetrics(plan_.runs[a.index].id, a.attempt,
+                                                   a.dir + "/metrics.jsonl"));
+    a.saw_end = a.saw_end || stats.saw_end;
+    return OkStatus();
+  }
+
+  Status Finish(Active& a, const JobStatus& st, bool stopping) {
+    const PlannedRun& r = plan_.runs[a.index];
+    const double now = Now();
+    last_end_ = now;
+    BATCHLAB_RETURN_IF_ERROR(Ingest(a));
+    const double seconds = now - a.started;
+    longest_ = std::max(longest_, seconds);
+    out_.busy_slot_seconds += seconds * a.slots;
+    run_seconds_sum_ += seconds;
+    ++runs_timed_;
+
+    RunState state = RunState::kFailed;
+    bool retryable = true;
+    std::string message;
+    std::optional<int> code = st.exit_code;
+    if (!code && st.signal) code = 128 + *st.signal;
+    const bool ended_cleanly = st.exit_code && a.saw_end &&
+                               StateForExitCode(*st.exit_code) != RunState::kFailed;
+    if (ended_cleanly) {
+      state = StateForExitCode(*st.exit_code);
+      retryable = false;
+    } else if (stopping) {
+      state = RunState::kCancelled;
+      retryable = false;
+      message = "cancelled: the sweep was stopped";
+    } else if (a.timed_out) {
+      state = RunState::kTimedOut;
+      message = fmt::format("timed out after {:.1f} s (resources.timeout_seconds = {})", seconds,
+                            spec_.resources.timeout_seconds);
+    } else if (st.exit_code && StateForExitCode(*st.exit_code) != RunState::kFailed) {
+      message = fmt::format("exited {} without writing its end line", *st.exit_code);
+    } else {
+      std::string tail = Tail(a.dir + "/stderr.log", 1500);
+      message = st.signal ? fmt::format("killed by signal {}", *st.signal)
+                          : fmt::format("exited {}", st.exit_code.value_or(-1));
+      if (!tail.empty()) message += ": " + tail;
+      retryable = st.exit_code != 2;  // 2: the config is invalid, a retry cannot help
+    }
+    BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, state, {code, message}));
+    if (state == RunState::kCancelled) {
+      ++out_.cancelled;
+      Event(fmt::format("run {} cancelled", r.id));
+      return OkStatus();
+    }
+    if (state != RunState::kFailed && state != RunState::kTimedOut) {
+      ++out_.succeeded;
+      Event(fmt::format("run {} {} in {:.1f} s", r.id, results::RunStateName(state), seconds));
+      return OkStatus();
+    }
+    return AfterFailure(a.index, state, message, retryable);
+  }
+
+  Status AfterFailure(size_t i, RunState state, const std::string& message, bool retryable) {
+    const PlannedRun& r = plan_.runs[i];
+    std::string first_line = message.substr(0, message.find('\n'));
+    if (retryable && failures_[i] < spec_.resources.retries) {
+      ++failures_[i];
+      double backoff = spec_.resources.retry_backoff_seconds * std::pow(2.0, failures_[i] - 1);
+      BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(
+          r.id, "retry",
+          fmt::format("attempt {} {}; retry {} of {} in {:.1f} s", attempt_[i],
+                      results::RunStateName(state), failures_[i], spec_.resources.retries,
+                      backoff)));
+      BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {}));
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, Now() + backoff});
+      Event(fmt::format("run {} {} ({}); retry {}/{} in {:.1f} s", r.id,
+                        results::RunStateName(state), first_line, failures_[i],
+                        spec_.resources.retries, backoff));
+      return OkStatus();
+    }
+    ++out_.failed;
+    Event(fmt::format("run {} {}: {}", r.id, results::RunStateName(state), first_line));
+    return OkStatus();
+  }
+
+  void Event(const std::string& line) {
+    if (options_.progress != nullptr) options_.progress->Event(line);
+  }
+
+  void ReportProgress(double now) {
+    if (options_.progress == nullptr) return;
+    ProgressCounts c;
+    c.total = out_.total;
+    c.done = out_.skipped + out_.succeeded + out_.failed + out_.cancelled;
+    c.running = static_cast<int>(active_.size());
+    c.failed = out_.failed;
+    c.waiting = static_cast<int>(queue_.size());
+    c.mean_run_seconds = runs_timed_ > 0 ? run_seconds_sum_ / runs_timed_ : 0;
+    double mean_slots = 0;
+    for (const auto& r : plan_.runs) mean_slots += std::min(r.slots, options_.slots);
+    mean_slots = plan_.runs.empty() ? 1 : mean_slots / static_cast<double>(plan_.runs.size());
+    c.parallelism = std::max(1.0, options_.slots / std::max(1.0, mean_slots));
+    options_.progress->Update(c, now);
+  }
+
+  const Spec& spec_;
+  const Plan& plan_;
+  results::Store& store_;
+  Launcher& launcher_;
+  const ExecutorOptions& options_;
+  const std::string runs_dir_;  // absolute
+  LptQueue queue_;
+  std::vector<int> attempt_;   // last attempt number started (0: none)
+  std::vector<int> failures_;  // failures during this call (for the retry limit)
+  std::vector<Active> active_;
+  SweepOutcome out_;
+  double first_start_ = 0, last_end_ = 0, longest_ = 0, run_seconds_sum_ = 0;
+  int runs_timed_ = 0;
+};
+
+}  // namespace
+
+RunState StateForExitCode(int exit_code) {
+  switch (exit_code) {
+    case 0: return RunState::kCompleted;
+    case 3: return RunState::kTargetReached;
+    case 4: return RunState::kDiverged;
+    case 5: return RunState::kBudgetExhausted;
+    default: return RunState::kFailed;
+  }
+}
+
+std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
+                       const std::string& run_id, int attempt) {
+  return fmt::format("{}/{}/{}/attempt-{}", runs_dir, sweep, run_id, attempt);
+}
+
+StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results::Store& store,
+                                    Launcher& launcher, const ExecutorOptions& options) {
+  Execution execution(spec, plan, store, launcher, options);
+  return execution.Run();
+}
+
+}  // namespace batchlab::orchestrator

@@ -1,0 +1,74 @@
+// Runs a planned sweep to the end: opens (or resumes) the sweep in the results store, skips runs
+// that already finished, launches the rest longest-first on the slot pool through a Launcher,
+// moves every run through pending -> running -> (completed | target_reached | diverged |
+// budget_exhausted | failed | timed_out | cancelled), ingests metrics while runs go and once
+// more at their end, retries failures with exponential backoff, enforces per-attempt timeouts,
+// and on a stop request (SIGINT/SIGTERM) terminates the children and marks their runs cancelled.
+//
+// Resume: running the same spec again continues the sweep. A run left `running` by a killed
+// orchestrator is stopped (Launcher::CleanUpStale), marked cancelled ("interrupted") and run
+// again as a new attempt in a fresh attempt directory, so metrics of different attempts never
+// mix (they are stored per (run, attempt)). A changed spec under the same name is refused unless
+// `new_version` is set.
+//
+//   BATCHLAB_ASSIGN_OR_RETURN(auto store, results::Store::Open(db_path));
+//   auto launcher = MakeLocalLauncher(settings);
+//   ExecutorOptions opts{.slots = 2, .runs_dir = "runs"};
+//   BATCHLAB_ASSIGN_OR_RETURN(SweepOutcome out, ExecuteSweep(spec, plan, *store, *launcher, opts));
+#ifndef BATCHLAB_ORCHESTRATOR_SWEEP_EXECUTOR_H_
+#define BATCHLAB_ORCHESTRATOR_SWEEP_EXECUTOR_H_
+
+#include <functional>
+#include <string>
+
+#include "base/status.h"
+#include "orchestrator/expansion.h"
+#include "orchestrator/launcher.h"
+#include "orchestrator/progress.h"
+#include "orchestrator/spec.h"
+#include "results/store.h"
+
+namespace batchlab::orchestrator {
+
+struct ExecutorOptions {
+  int slots = 1;                   // cores in the pool
+  std::string runs_dir = "runs";   // attempt directories go under <runs_dir>/<sweep>/
+  bool new_version = false;        // a changed spec becomes a new version instead of an error
+  double poll_seconds = 0.01;      // how often children are polled
+  double ingest_every_seconds = 1;  // live ingest period of a running run's metrics
+  double terminate_grace_seconds = 10;  // SIGTERM -> SIGKILL on cancel and timeout
+  std::function<bool()> stop_requested;  // polled; true stops the sweep (SIGINT/SIGTERM)
+  ProgressPrinter* progress = nullptr;   // optional
+};
+
+struct SweepOutcome {
+  int64_t sweep_id = 0;
+  int version = 0;
+  bool new_sweep = false;      // this call created the sweep (version)
+  int total = 0;               // runs in the plan
+  int skipped = 0;             // already finished before this call
+  int succeeded = 0;           // completed, target_reached, budget_exhausted, diverged now
+  int failed = 0;              // failed or timed out after all retries
+  int cancelled = 0;           // stopped by a stop request
+  int interrupted = 0;         // found running from a killed orchestrator and re-queued
+  int attempts = 0;            // attempts started by this call
+  bool stopped = false;        // a stop request ended the sweep early
+  double wall_seconds = 0;     // from first launch to last end
+  double lower_bound_seconds = 0;  // max(longest attempt, slot-seconds / slots), observed
+  double busy_slot_seconds = 0;    // sum over attempts of slots x duration
+};
+
+StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results::Store& store,
+                                    Launcher& launcher, const ExecutorOptions& options);
+
+// The run state a runner exit code means when the runner wrote its `end` line
+// (docs/protocol.md): 0 completed, 3 target_reached, 4 diverged, 5 budget_exhausted, else failed.
+results::RunState StateForExitCode(int exit_code);
+
+// Where attempt `attempt` of a run keeps its config, metrics and logs.
+std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
+                       const std::string& run_id, int attempt);
+
+}  // namespace batchlab::orchestrator
+
+#endif  // BATCHLAB_ORCHESTRATOR_SWEEP_EXECUTOR_H_
