@@ -55,6 +55,7 @@ struct RunData {
 struct SweepData {
   std::string name;
   int version = 0;
+  std::string target;  // the runs' configured target as "metric>=value" text; empty if none
   std::vector<RunData> runs;
 };
 

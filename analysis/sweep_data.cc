@@ -1,0 +1,219 @@
+// Read-only loading of a sweep from the results database (see sweep_data.h).
+#include "analysis/sweep_data.h"
+
+#include <algorithm>
+#include <numeric>
+#include <unordered_map>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include "results/database.h"
+#include "results/schema.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+// The text of a run_params value as JSON: integers and reals as numbers, text quoted.
+std::string ParamText(const results::Statement& st, int col) {
+  switch (st.ColumnType(col)) {
+    case SQLITE_INTEGER: return std::to_string(st.ColumnInt(col));
+    case SQLITE_FLOAT: return fmt::format("{}", st.ColumnDouble(col));
+    case SQLITE_NULL: return "null";
+    default: return nlohmann::json(st.ColumnText(col)).dump();
+  }
+}
+
+StatusOr<std::pair<int64_t, int>> FindSweep(results::Database& db, const std::string& name,
+                                            int version) {
+  BATCHLAB_ASSIGN_OR_RETURN(
+      results::Statement st,
+      db.Prepare(version > 0 ? "SELECT id, version FROM sweeps WHERE name = ?1 AND version = ?2"
+                             : "SELECT id, version FROM sweeps WHERE name = ?1 "
+                               "ORDER BY version DESC LIMIT 1"));
+  st.BindText(1, name);
+  if (version > 0) st.BindInt(2, version);
+  BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (row) return std::make_pair(st.ColumnInt(0), static_cast<int>(st.ColumnInt(1)));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      results::Statement names,
+      db.Prepare("SELECT name || ' (v' || max(version) || ')' FROM sweeps GROUP BY name "
+                 "ORDER BY name"));
+  std::string known;
+  while (true) {
+    BATCHLAB_ASSIGN_OR_RETURN(bool more, names.Step());
+    if (!more) break;
+    known += (known.empty() ? "" : ", ") + names.ColumnText(0);
+  }
+  return NotFoundError(fmt::format(
+      "--sweep '{}'{}: no such sweep in {}; known sweeps: {}", name,
+      version > 0 ? fmt::format(" version {}", version) : "", db.path(),
+      known.empty() ? "(none: run `batchlab sweep run SPEC` first)" : known));
+}
+
+}  // namespace
+
+std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
+  std::vector<std::string> m = {"loss",         "samples",      "seconds",     "step_seconds",
+                                "comm_seconds", "gns_b_small",  "gns_b_big",   "gns_sq_small",
+                                "gns_sq_big",   "test_accuracy", "test_loss"};
+  if (std::find(m.begin(), m.end(), target_metric) == m.end()) m.push_back(target_metric);
+  return m;
+}
+
+int64_t ModelSizeFromConfig(const std::string& config_json) {
+  const nlohmann::json c = nlohmann::json::parse(config_json, nullptr, false);
+  if (!c.is_object() || !c.contains("model") || !c["model"].is_object()) return 0;
+  const std::string data = c.value("data", nlohmann::json::object()).value("name", "");
+  if (data != "fashion-mnist") return 0;
+  const nlohmann::json& model = c["model"];
+  const std::string name = model.value("name", "");
+  std::vector<int64_t> widths = {28 * 28};
+  if (name == "mlp") {
+    if (!model.contains("hidden") || !model["hidden"].is_array()) return 0;
+    for (const auto& h : model["hidden"]) {
+      if (!h.is_number_integer()) return 0;
+      widths.push_back(h.get<int64_t>());
+    }
+  } else if (name != "logreg") {
+    return 0;
+  }
+  widths.push_back(10);
+  int64_t n = 0;
+  for (size_t i = 1; i < widths.size(); ++i) n += (widths[i - 1] + 1) * widths[i];
+  return n;
+}
+
+StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& name,
+                              const LoadOptions& options) {
+  BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<results::Database> db,
+                            results::OpenReadOnly(db_path));
+  BATCHLAB_ASSIGN_OR_RETURN(auto sweep_id_version, FindSweep(*db, name, options.version));
+  const int64_t sweep_id = sweep_id_version.first;
+  SweepData sweep;
+  sweep.name = name;
+  sweep.version = sweep_id_version.second;
+
+  // A read transaction gives every query below the same snapshot while a sweep is writing.
+  BATCHLAB_RETURN_IF_ERROR(db->Exec("BEGIN"));
+
+  std::unordered_map<int64_t, size_t> by_key;  // run_key -> index in sweep.runs
+  {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        results::Statement st,
+        db->Prepare("SELECT s.run_key, s.run_id, s.state, s.batch_size, s.nodes, s.world_size, "
+                    "s.local_batch_size, s.seed, s.optimizer, s.lr_rule, r.config_json "
+                    "FROM run_summary s JOIN runs r ON r.run_key = s.run_key "
+                    "WHERE s.sweep_id = ?1 ORDER BY s.ordinal"));
+    st.BindInt(1, sweep_id);
+    while (true) {
+      BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      RunData r;
+      r.id = st.ColumnText(1);
+      r.state = st.ColumnText(2);
+      r.batch_size = st.ColumnOptionalInt(3).value_or(0);
+      r.nodes = static_cast<int>(st.ColumnOptionalInt(4).value_or(1));
+      r.world_size = static_cast<int>(st.ColumnOptionalInt(5).value_or(1));
+      r.local_batch_size =
+          st.ColumnOptionalInt(6).value_or(r.batch_size / std::max(1, r.world_size));
+      r.seed = st.ColumnOptionalInt(7).value_or(0);
+      r.optimizer = st.ColumnText(8);
+      r.lr_rule = st.ColumnText(9);
+      const std::string config = st.ColumnText(10);
+      r.parameters = ModelSizeFromConfig(config);
+      if (sweep.target.empty()) {
+        const nlohmann::json c = nlohmann::json::parse(config, nullptr, false);
+        if (c.is_object() && c.contains("target") && c["target"].is_object()) {
+          const nlohmann::json& t = c["target"];
+          if (t.contains("value") && t["value"].is_number()) {
+            sweep.target = fmt::format("{}{}{}", t.value("metric", "test_accuracy"),
+                                       t.value("op", ">="), t["value"].get<double>());
+          }
+        }
+      }
+      by_key[st.ColumnInt(0)] = sweep.runs.size();
+      sweep.runs.push_back(std::move(r));
+    }
+  }
+  {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        results::Statement st,
+        db->Prepare("SELECT p.run_key, p.name, p.value FROM run_params p "
+                    "JOIN runs r ON r.run_key = p.run_key WHERE r.sweep_id = ?1"));
+    st.BindInt(1, sweep_id);
+    while (true) {
+      BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      auto it = by_key.find(st.ColumnInt(0));
+      if (it != by_key.end()) sweep.runs[it->second].params[st.ColumnText(1)] = ParamText(st, 2);
+    }
+  }
+
+  // Metric names -> ids; only the wanted ones are read.
+  std::unordered_map<int64_t, std::string> names;
+  {
+    BATCHLAB_ASSIGN_OR_RETURN(results::Statement st,
+                              db->Prepare("SELECT id, name FROM metric_names"));
+    while (true) {
+      BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      std::string n = st.ColumnText(1);
+      if (options.metrics.empty() ||
+          std::find(options.metrics.begin(), options.metrics.end(), n) != options.metrics.end()) {
+        names[st.ColumnInt(0)] = std::move(n);
+      }
+    }
+  }
+  if (!names.empty() && !sweep.runs.empty()) {
+    std::string ids;
+    for (const auto& [id, n] : names) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    // The ids are integers read from the database itself, so pasting them is safe.
+    BATCHLAB_ASSIGN_OR_RETURN(
+        results::Statement st,
+        db->Prepare("SELECT m.run_key, m.name_id, m.step, m.value FROM runs r "
+                    "JOIN metrics m ON m.run_key = r.run_key AND m.attempt = r.attempt "
+                    "WHERE r.sweep_id = ?1 AND m.name_id IN (" + ids + ")"));
+    st.BindInt(1, sweep_id);
+    int64_t last_key = -1, last_name = -1;
+    Series* series = nullptr;
+    while (true) {
+      BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row) break;
+      const int64_t key = st.ColumnInt(0), name_id = st.ColumnInt(1);
+      if (key != last_key || name_id != last_name || !series) {
+        auto it = by_key.find(key);
+        if (it == by_key.end()) continue;
+        series = &sweep.runs[it->second].metrics[names[name_id]];
+        last_key = key;
+        last_name = name_id;
+      }
+      series->steps.push_back(st.ColumnOptionalInt(2).value_or(0));
+      series->values.push_back(st.ColumnDouble(3));
+    }
+  }
+  BATCHLAB_RETURN_IF_ERROR(db->Exec("COMMIT"));
+
+  // Rows arrive in (run, seq) order, which is step order for the runner's lines; sort anything
+  // else (a stable sort keeps equal steps in seq order).
+  for (RunData& r : sweep.runs) {
+    for (auto& [n, s] : r.metrics) {
+      if (std::is_sorted(s.steps.begin(), s.steps.end())) continue;
+      std::vector<size_t> idx(s.size());
+      std::iota(idx.begin(), idx.end(), 0);
+      std::stable_sort(idx.begin(), idx.end(),
+                       [&](size_t a, size_t b) { return s.steps[a] < s.steps[b]; });
+      Series sorted;
+      for (size_t i : idx) {
+        sorted.steps.push_back(s.steps[i]);
+        sorted.values.push_back(s.values[i]);
+      }
+      s = std::move(sorted);
+    }
+  }
+  return sweep;
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,45 @@
+// Loads one version of a sweep from the results database, read-only, into SweepData.
+//
+// Runs come from the `run_summary` view and `run_params` (docs/schema.md); metrics of each run's
+// current attempt are read in one pass over the `metrics` table joined to `runs` (the rows of
+// the `run_metrics` view, without its per-row name and run-id strings), restricted to the
+// metric names the analysis needs. The database is opened with results::OpenReadOnly, so a
+// running sweep is never blocked and nothing in the file can change.
+//
+//   LoadOptions opt;
+//   opt.metrics = AnalysisMetrics("test_accuracy");  // or {} for every metric
+//   BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep("batchlab.db", "quickstart", opt));
+//   for (const RunData& r : sweep.runs) fmt::print("{} {}\n", r.id, r.state);
+#ifndef BATCHLAB_ANALYSIS_SWEEP_DATA_H_
+#define BATCHLAB_ANALYSIS_SWEEP_DATA_H_
+
+#include <string>
+#include <vector>
+
+#include "analysis/run_data.h"
+#include "base/status.h"
+
+namespace batchlab::analysis {
+
+struct LoadOptions {
+  int version = 0;                   // 0 = the latest version of the sweep
+  std::vector<std::string> metrics;  // names to load; empty = all
+};
+
+// The metric names the analyses read: timing, samples, loss, the gns_* terms and `target_metric`.
+std::vector<std::string> AnalysisMetrics(const std::string& target_metric);
+
+// NotFound naming the known sweeps when `name` (or the version) is not in the database;
+// FailedPrecondition (from results::OpenReadOnly) for a file that is not a current batchlab
+// database.
+StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& name,
+                              const LoadOptions& options);
+
+// Model size in scalars from a resolved config (docs/protocol.md) for the models whose shape the
+// config fixes: "logreg" and "mlp" (with biases) on fashion-mnist / idx 28×28 inputs and 10
+// classes. 0 when unknown (other models or datasets).
+int64_t ModelSizeFromConfig(const std::string& config_json);
+
+}  // namespace batchlab::analysis
+
+#endif  // BATCHLAB_ANALYSIS_SWEEP_DATA_H_
