@@ -1,0 +1,125 @@
+// Run listing, sweep resolution and export queries; see run_query.h.
+#include "results/run_query.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include "results/store.h"
+
+namespace batchlab::results {
+
+const std::vector<std::string>& DefaultListColumns() {
+  static const std::vector<std::string> kColumns = {
+      "run_id", "batch_size", "nodes",  "world_size",          "lr_rule",
+      "state",  "steps",      "target_step", "final_test_accuracy", "seconds"};
+  return kColumns;
+}
+
+StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
+                                 std::optional<int> version) {
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement st, db.Prepare("SELECT id FROM sweeps WHERE name = ?1 AND (?2 IS NULL OR "
+                               "version = ?2) ORDER BY version DESC LIMIT 1"));
+  st.BindText(1, name);
+  if (version) {
+    st.BindInt(2, *version);
+  } else {
+    st.BindNull(2);
+  }
+  BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+  if (row) return st.ColumnInt(0);
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement all, db.Prepare("SELECT name || ' (v' || max(version) || ')' FROM sweeps "
+                                "GROUP BY name ORDER BY name"));
+  std::vector<std::string> known;
+  while (true) {
+    BATCHLAB_ASSIGN_OR_RETURN(bool r, all.Step());
+    if (!r) break;
+    known.push_back(all.ColumnText(0));
+  }
+  const std::string what =
+      version ? fmt::format("sweep '{}' version {}", name, *version) : fmt::format("sweep '{}'", name);
+  return NotFoundError(fmt::format("{} is not in {}; sweeps there: {}", what, db.path(),
+                                   known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+}
+
+StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
+  const std::vector<std::string>& columns = o.columns.empty() ? DefaultListColumns() : o.columns;
+  for (const auto& c : columns) {
+    if (!IsRunSummaryColumn(c)) {
+      return InvalidArgumentError(fmt::format("unknown column '{}'", c));
+    }
+  }
+  std::string sql = fmt::format("SELECT {} FROM run_summary WHERE 1", fmt::join(columns, ", "));
+  std::optional<int64_t> sweep_id;
+  if (o.sweep) {
+    BATCHLAB_ASSIGN_OR_RETURN(sweep_id, ResolveSweepId(db, *o.sweep, o.sweep_version));
+    sql += " AND sweep_id = ?";
+  }
+  if (o.state) {
+    BATCHLAB_RETURN_IF_ERROR(ParseRunState(*o.state).status().WithContext("--state"));
+    sql += " AND state = ?";
+  }
+  for (const auto& f : o.where) sql += " AND " + WhereSql(f);
+  sql += " ORDER BY sweep_id, ordinal, run_id";
+  BATCHLAB_ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
+  int index = 1;
+  if (sweep_id) st.BindInt(index++, *sweep_id);
+  if (o.state) st.BindText(index++, *o.state);
+  for (const auto& f : o.where) BindWhereValue(st, index++, f);
+  return st;
+}
+
+StatusOr<Statement> PrepareRunsExport(Database& db, int64_t sweep_id) {
+  std::string columns;
+  for (const auto& c : RunSummaryColumns()) columns += fmt::format("s.{0} AS {0}, ", c);
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement st, db.Prepare(fmt::format("SELECT {}r.config_json AS config_json "
+                                           "FROM run_summary s JOIN runs r ON r.run_key = "
+                                           "s.run_key WHERE s.sweep_id = ? "
+                                           "ORDER BY s.ordinal, s.run_id",
+                                           columns)));
+  st.BindInt(1, sweep_id);
+  return st;
+}
+
+StatusOr<Statement> PrepareMetricsExport(Database& db, int64_t sweep_id) {
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement st,
+      db.Prepare("SELECT r.id AS run_id, m.attempt AS attempt, m.seq AS seq, m.step AS step, "
+                 "n.name AS name, m.value AS value "
+                 "FROM runs r "
+                 "JOIN metrics m ON m.run_key = r.run_key AND m.attempt = r.attempt "
+                 "JOIN metric_names n ON n.id = m.name_id "
+                 "WHERE r.sweep_id = ? ORDER BY r.ordinal, r.id, m.seq, m.name_id"));
+  st.BindInt(1, sweep_id);
+  return st;
+}
+
+StatusOr<std::string> ResolveRunId(Database& db, const std::string& id_or_prefix) {
+  if (id_or_prefix.size() < 4) {
+    return InvalidArgumentError(fmt::format(
+        "run id '{}' is too short: give the full id or a prefix of at least 4 characters",
+        id_or_prefix));
+  }
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement st, db.Prepare("SELECT id FROM runs WHERE id = ?1 OR "
+                               "substr(id, 1, length(?1)) = ?1 ORDER BY id != ?1, id LIMIT 3"));
+  st.BindText(1, id_or_prefix);
+  std::vector<std::string> matches;
+  while (true) {
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    matches.push_back(st.ColumnText(0));
+  }
+  if (matches.empty()) {
+    return NotFoundError(fmt::format("no run '{}' in {} (list runs with `batchlab results list`)",
+                                     id_or_prefix, db.path()));
+  }
+  if (matches[0] == id_or_prefix || matches.size() == 1) return matches[0];
+  return InvalidArgumentError(fmt::format("run id prefix '{}' is ambiguous: {}, ...; give more "
+                                          "characters",
+                                          id_or_prefix, fmt::join(matches, ", ")));
+}
+
+}  // namespace batchlab::results
