@@ -1,8 +1,266 @@
+// `batchlab sweep run|plan|status`: thin glue over the orchestrator library.
+//
+//   batchlab sweep plan sweeps/quickstart.json            # expanded runs and resources, runs nothing
+//   batchlab sweep run sweeps/quickstart.json --slots 2   # runs (or resumes) the sweep
+//   batchlab sweep status quickstart                      # read-only, from another shell
+//
+// A bad spec exits 2 before the database is opened; failed runs exit 1 (re-running resumes).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
 #include "cli/commands.h"
+#include "orchestrator/expansion.h"
+#include "orchestrator/local_launcher.h"
+#include "orchestrator/runner_locator.h"
+#include "orchestrator/scheduler.h"
+#include "orchestrator/signal_watcher.h"
+#include "orchestrator/slurm_launcher.h"
+#include "orchestrator/spec.h"
+#include "orchestrator/sweep_executor.h"
+#include "results/database.h"
+#include "results/schema.h"
+#include "results/store.h"
+
 namespace batchlab::cli {
+namespace {
+
+namespace orch = batchlab::orchestrator;
+
+int DefaultSlots() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+struct RunFlags {
+  std::string spec_path;
+  int slots = DefaultSlots();
+  std::string runs_dir = "runs";
+  std::string backend = "local";
+  std::string runner;
+  std::optional<long long> max_runs;
+  bool new_version = false;
+  bool no_validate = false;
+};
+
+struct PlanFlags {
+  std::string spec_path;
+  int slots = DefaultSlots();
+  std::optional<long long> max_runs;
+  bool json = false;
+};
+
+StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& path,
+                                                          std::optional<long long> max_runs) {
+  BATCHLAB_ASSIGN_OR_RETURN(orch::Spec spec, orch::LoadSpecFile(path));
+  orch::ExpandOptions opts;
+  opts.max_runs = max_runs;
+  auto plan = orch::ExpandSpec(spec, opts);
+  if (!plan.ok()) return plan.status().WithContext(path);
+  return std::make_pair(std::move(spec), std::move(plan).value());
+}
+
+Status RunSweep(const RunFlags& f, const CliContext& ctx) {
+  // Everything that can be wrong with the input is checked before the database is opened.
+  BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
+  auto& [spec, plan] = loaded;
+  if (f.slots < 1) return InvalidArgumentError("--slots: must be at least 1");
+  BATCHLAB_ASSIGN_OR_RETURN(std::string runner, orch::LocateRunner(f.runner));
+  if (!f.no_validate && !plan.runs.empty()) {
+    BATCHLAB_RETURN_IF_ERROR(
+        orch::ValidateWithRunner(runner, plan.runs.front().config).WithContext(f.spec_path));
+  }
+  std::unique_ptr<orch::Launcher> launcher;
+  if (f.backend == "local") {
+    orch::LocalLaunchSettings s;
+    s.runner = runner;
+    s.pool_slots = f.slots;
+    s.env = spec.launch.env;
+    s.mpirun_args = spec.launch.mpirun_args;
+    launcher = orch::MakeLocalLauncher(std::move(s));
+  } else {
+    orch::SlurmLaunchSettings s;
+    s.runner = runner;
+    s.env = spec.launch.env;
+    s.mpirun_args = spec.launch.mpirun_args;
+    s.slurm = spec.slurm;
+    BATCHLAB_ASSIGN_OR_RETURN(launcher, orch::MakeSlurmLauncher(std::move(s)));
+  }
+
+  BATCHLAB_ASSIGN_OR_RETURN(auto store, results::Store::Open(ctx.db_path));
+  orch::SignalWatcher signals;
+  orch::ProgressPrinter progress(stderr, isatty(fileno(stderr)) != 0, spec.name);
+  orch::ExecutorOptions opts;
+  opts.slots = f.slots;
+  opts.runs_dir = f.runs_dir;
+  opts.new_version = f.new_version;
+  opts.stop_requested = [&signals] { return signals.requested(); };
+  opts.progress = &progress;
+  if (f.backend == "slurm") opts.poll_seconds = 0.5;
+  fmt::print(stderr, "[{}] {} runs on {} slot(s), backend {}, runner {}\n", spec.name,
+             plan.runs.size(), f.slots, launcher->name(), runner);
+  BATCHLAB_ASSIGN_OR_RETURN(orch::SweepOutcome out,
+                            orch::ExecuteSweep(spec, plan, *store, *launcher, opts));
+  progress.Finish();
+  fmt::print(stderr,
+             "[{}] version {}: {} runs: {} finished now, {} skipped (already finished), {} failed, "
+             "{} cancelled; {} attempts; wall {:.1f} s, lower bound {:.1f} s\n",
+             spec.name, out.version, out.total, out.succeeded, out.skipped, out.failed,
+             out.cancelled, out.attempts, out.wall_seconds, out.lower_bound_seconds);
+  if (out.stopped) {
+    return CancelledError(fmt::format(
+        "sweep {} stopped by signal {}: {} run(s) cancelled; run the same command to resume",
+        spec.name, signals.signal_number(), out.cancelled));
+  }
+  if (out.failed > 0) {
+    return UnavailableError(fmt::format(
+        "{} of {} runs of sweep {} failed (see `batchlab results list --sweep {}` and the logs "
+        "under {}/{}/); run the same command to retry them",
+        out.failed, out.total, spec.name, spec.name, f.runs_dir, spec.name));
+  }
+  return OkStatus();
+}
+
+std::string ParamsText(const orch::PlannedRun& r) {
+  std::string out;
+  for (const auto& [k, v] : r.params) out += (out.empty() ? "" : " ") + k + "=" + v;
+  return out;
+}
+
+Status PlanSweep(const PlanFlags& f) {
+  BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
+  auto& [spec, plan] = loaded;
+  std::vector<orch::QueuedJob> jobs;
+  double slot_seconds = 0;
+  for (const auto& r : plan.runs) {
+    jobs.push_back({r.ordinal, r.slots, r.expected_seconds, 0});
+    slot_seconds += std::min(r.slots, f.slots) * r.expected_seconds;
+  }
+  const double lower = orch::MakespanLowerBound(jobs, f.slots);
+  const double lpt = orch::SimulateMakespan(jobs, f.slots);
+  if (f.json) {
+    nlohmann::json out = {{"sweep", spec.name}, {"spec_hash", spec.spec_hash},
+                          {"points", plan.points}, {"duplicates", plan.duplicates},
+                          {"slots", f.slots}, {"lower_bound_seconds", lower},
+                          {"planned_makespan_seconds", lpt}};
+    out["dropped"] = nlohmann::json::object();
+    for (const auto& [label, n] : plan.dropped) out["dropped"][label] = n;
+    out["runs"] = nlohmann::json::array();
+    for (const auto& r : plan.runs) {
+      out["runs"].push_back({{"ordinal", r.ordinal}, {"id", r.id}, {"params", r.params},
+                             {"world_size", r.world_size}, {"slots", r.slots},
+                             {"expected_seconds", r.expected_seconds},
+                             {"scaled_lr", r.scaled_lr}, {"config", r.config}});
+    }
+    fmt::print("{}\n", out.dump(2));
+    return OkStatus();
+  }
+  fmt::print("sweep {} (spec hash {}): {} runs\n", spec.name, spec.spec_hash, plan.runs.size());
+  fmt::print("{:>4}  {:16}  {:>5}  {:>5}  {:>6}  {:>6}  {:>9}  {:>7}  {}\n", "#", "run id", "world",
+             "slots", "local", "micro", "lr", "est s", "params");
+  for (const auto& r : plan.runs) {
+    fmt::print("{:>4}  {:16}  {:>5}  {:>5}  {:>6}  {:>6}  {:>9.4g}  {:>7.1f}  {}\n", r.ordinal,
+               r.id, r.world_size, r.slots, r.config["local_batch_size"].get<long long>(),
+               r.config["micro_batch_size"].get<long long>(), r.scaled_lr, r.expected_seconds,
+               ParamsText(r));
+  }
+  fmt::print("{} points", plan.points);
+  for (const auto& [label, n] : plan.dropped) fmt::print(", {} dropped by {}", n, label);
+  if (plan.duplicates > 0) fmt::print(", {} duplicates merged", plan.duplicates);
+  fmt::print("\nestimated slot-seconds {:.0f}; on {} slot(s): lower bound {:.0f} s, longest-first "
+             "plan {:.0f} s (estimates from the budget; see docs/spec.md)\n",
+             slot_seconds, f.slots, lower, lpt);
+  return OkStatus();
+}
+
+Status SweepStatus(const std::string& name, const CliContext& ctx) {
+  BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      auto sweep, db->Prepare("SELECT id, version, spec_hash FROM sweeps WHERE name = ? "
+                              "ORDER BY version DESC LIMIT 1"));
+  sweep.BindText(1, name);
+  BATCHLAB_ASSIGN_OR_RETURN(bool found, sweep.Step());
+  if (!found) return NotFoundError(fmt::format("no sweep named \"{}\" in {}", name, ctx.db_path));
+  const int64_t sweep_id = sweep.ColumnInt(0);
+  fmt::print("sweep {} version {} (spec hash {})\n", name, sweep.ColumnInt(1),
+             sweep.ColumnText(2));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      auto counts, db->Prepare("SELECT state, count(*) FROM runs WHERE sweep_id = ? "
+                               "GROUP BY state ORDER BY state"));
+  counts.BindInt(1, sweep_id);
+  int64_t total = 0;
+  std::string line;
+  while (true) {
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, counts.Step());
+    if (!row) break;
+    total += counts.ColumnInt(1);
+    line += fmt::format("{}{} {}", line.empty() ? "" : ", ", counts.ColumnInt(1),
+                        counts.ColumnText(0));
+  }
+  fmt::print("{} runs: {}\n", total, line.empty() ? "none" : line);
+  BATCHLAB_ASSIGN_OR_RETURN(
+      auto running,
+      db->Prepare("SELECT id, attempt, host, strftime('%s','now') - started_at FROM runs "
+                  "WHERE sweep_id = ? AND state = 'running' ORDER BY started_at"));
+  running.BindInt(1, sweep_id);
+  while (true) {
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, running.Step());
+    if (!row) break;
+    fmt::print("  running {} attempt {} on {} for {:.0f} s\n", running.ColumnText(0),
+               running.ColumnInt(1), running.ColumnText(2), running.ColumnDouble(3));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   auto* sweep = app.add_subcommand("sweep", "Validate, plan and run sweeps");
   AddVersionFlag(*sweep);
-  (void)ctx;
+  sweep->require_subcommand(1);
+
+  auto run_flags = std::make_shared<RunFlags>();
+  auto* run = sweep->add_subcommand("run", "Run (or resume) a sweep spec");
+  AddVersionFlag(*run);
+  run->add_option("SPEC", run_flags->spec_path, "Sweep spec (JSON, see docs/spec.md)")
+      ->required();
+  run->add_option("--slots", run_flags->slots, "Cores to fill (default: this machine's)")
+      ->capture_default_str();
+  run->add_option("--runs-dir", run_flags->runs_dir, "Where attempt directories go")
+      ->capture_default_str();
+  run->add_option("--backend", run_flags->backend, "local (mpirun) or slurm (sbatch)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  run->add_option("--runner", run_flags->runner,
+                  "batchlab-runner to launch (default: $BATCHLAB_RUNNER, the build tree, PATH)");
+  run->add_option("--max-runs", run_flags->max_runs, "Override the spec's max_runs limit");
+  run->add_flag("--new-version", run_flags->new_version,
+                "Record a changed spec as a new version of the sweep");
+  run->add_flag("--no-validate", run_flags->no_validate,
+                "Skip `batchlab-runner --validate` of the first resolved config");
+  run->callback([run_flags, &ctx] { ctx.status = RunSweep(*run_flags, ctx); });
+
+  auto plan_flags = std::make_shared<PlanFlags>();
+  auto* plan = sweep->add_subcommand("plan", "Print the expanded runs and resources; run nothing");
+  AddVersionFlag(*plan);
+  plan->add_option("SPEC", plan_flags->spec_path, "Sweep spec (JSON)")->required();
+  plan->add_option("--slots", plan_flags->slots, "Slots to plan for")->capture_default_str();
+  plan->add_option("--max-runs", plan_flags->max_runs, "Override the spec's max_runs limit");
+  plan->add_flag("--json", plan_flags->json, "Print the plan as JSON (with resolved configs)");
+  plan->callback([plan_flags, &ctx] { ctx.status = PlanSweep(*plan_flags); });
+
+  auto status_name = std::make_shared<std::string>();
+  auto* status = sweep->add_subcommand("status", "Progress of a sweep (read-only, non-blocking)");
+  AddVersionFlag(*status);
+  status->add_option("NAME", *status_name, "Sweep name")->required();
+  status->callback([status_name, &ctx] { ctx.status = SweepStatus(*status_name, ctx); });
 }
+
 }  // namespace batchlab::cli

@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <vector>
 
 #include <boost/filesystem.hpp>
 #include <fmt/format.h>
+
+#include "orchestrator/captured_command.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -61,6 +64,29 @@ StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& s
       "batchlab-runner not found (looked in {}); build it (cmake --build build --target "
       "batchlab-runner), or pass --runner PATH or set BATCHLAB_RUNNER",
       where));
+}
+
+Status ValidateWithRunner(const std::string& runner, const nlohmann::json& config) {
+  boost::system::error_code ec;
+  fs::path dir = fs::temp_directory_path(ec) / fs::unique_path("batchlab-validate-%%%%-%%%%", ec);
+  fs::create_directories(dir, ec);
+  if (ec) return InternalError(fmt::format("cannot create a temporary directory: {}", ec.message()));
+  nlohmann::json c = config;
+  c["attempt"] = 1;
+  c["metrics_path"] = (dir / "metrics.jsonl").string();
+  std::string path = (dir / "config.json").string();
+  std::ofstream(path) << c.dump(2) << "\n";
+  auto r = RunCapturedCommand({runner, "--validate", "--config", path});
+  fs::remove_all(dir, ec);
+  if (!r.ok()) return r.status();
+  if (r->exit_code == 0) return OkStatus();
+  std::string msg = r->err.empty() ? r->out : r->err;
+  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+  if (r->exit_code == 2) {
+    return InvalidArgumentError(fmt::format("batchlab-runner rejects the resolved config: {}", msg));
+  }
+  return UnavailableError(
+      fmt::format("`{} --validate` exited {}: {}", runner, r->exit_code, msg));
 }
 
 }  // namespace batchlab::orchestrator

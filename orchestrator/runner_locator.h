@@ -12,6 +12,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status.h"
 
 namespace batchlab::orchestrator {
@@ -19,6 +21,11 @@ namespace batchlab::orchestrator {
 // An absolute path to an executable batchlab-runner, or NOT_FOUND listing where it looked.
 // `flag` is the --runner value ("" if not given); `self_exe` defaults to /proc/self/exe.
 StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& self_exe = "");
+
+// Asks the runner itself whether it accepts `config` (a resolved config without attempt and
+// metrics_path): `batchlab-runner --validate --config FILE`. Exit 2 from the runner becomes
+// INVALID_ARGUMENT carrying its message; a runner that cannot start is UNAVAILABLE.
+Status ValidateWithRunner(const std::string& runner, const nlohmann::json& config);
 
 }  // namespace batchlab::orchestrator
 

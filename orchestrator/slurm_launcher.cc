@@ -1,0 +1,225 @@
+#include "orchestrator/slurm_launcher.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include <boost/filesystem.hpp>
+#include <boost/process/search_path.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/captured_command.h"
+
+namespace batchlab::orchestrator {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string FieldOf(const std::string& text, const std::string& key) {
+  std::string needle = key + "=";
+  size_t pos = 0;
+  while ((pos = text.find(needle, pos)) != std::string::npos) {
+    if (pos == 0 || text[pos - 1] == ' ' || text[pos - 1] == '\n') {
+      size_t start = pos + needle.size();
+      size_t end = text.find_first_of(" \n", start);
+      return text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    }
+    pos += needle.size();
+  }
+  return "";
+}
+
+void ParseExitCode(const std::string& text, SlurmJobInfo* info) {
+  auto colon = text.find(':');
+  if (colon == std::string::npos) return;
+  try {
+    info->exit_code = std::stoi(text.substr(0, colon));
+    int sig = std::stoi(text.substr(colon + 1));
+    if (sig != 0) info->signal = sig;
+  } catch (const std::exception&) {
+  }
+}
+
+class SlurmJob final : public Job {
+ public:
+  SlurmJob(std::string job_id, double poll_interval)
+      : job_id_(std::move(job_id)), poll_interval_(poll_interval) {}
+
+  JobStatus Poll() override {
+    if (last_.done) return last_;
+    double now = Now();
+    if (now - last_poll_ < poll_interval_) return last_;
+    last_poll_ = now;
+    std::optional<SlurmJobInfo> info;
+    auto r = RunCapturedCommand({"scontrol", "show", "job", "-o", job_id_});
+    if (r.ok() && r->exit_code == 0) info = ParseScontrolJob(r->out);
+    if (!info) info = FromSacct();
+    if (!info) {
+      // Neither scontrol nor sacct knows the job: it is gone without a recorded end.
+      if (++unknown_polls_ >= 10) {
+        last_.done = true;
+        last_.detail = "UNKNOWN (Slurm has no record of the job)";
+      }
+      return last_;
+    }
+    unknown_polls_ = 0;
+    last_.detail = info->state;
+    last_.host = info->nodes;
+    if (IsSlurmTerminalState(info->state)) {
+      last_.done = true;
+      last_.exit_code = info->exit_code;
+      last_.signal = info->signal;
+      if (info->state != "COMPLETED" && info->state != "FAILED" && !info->signal) {
+        last_.signal = 15;  // CANCELLED / TIMEOUT / NODE_FAIL ... without a recorded signal
+      }
+      if (info->signal) last_.exit_code.reset();
+    }
+    return last_;
+  }
+
+  void Terminate() override { RunCapturedCommand({"scancel", job_id_}).status().IgnoreError(); }
+  void Kill() override {
+    RunCapturedCommand({"scancel", "--signal=KILL", "--full", job_id_}).status().IgnoreError();
+  }
+
+ private:
+  std::optional<SlurmJobInfo> FromSacct() {
+    auto r = RunCapturedCommand(
+        {"sacct", "-n", "-P", "-X", "-j", job_id_, "--format=State,ExitCode,NodeList"});
+    if (!r.ok() || r->exit_code != 0) return std::nullopt;
+    std::istringstream lines(r->out);
+    std::string line;
+    if (!std::getline(lines, line) || line.empty()) return std::nullopt;
+    SlurmJobInfo info;
+    std::istringstream fields(line);
+    std::string exit_code;
+    std::getline(fields, info.state, '|');
+    std::getline(fields, exit_code, '|');
+    std::getline(fields, info.nodes, '|');
+    info.state = info.state.substr(0, info.state.find(' '));  // "CANCELLED by 0"
+    ParseExitCode(exit_code, &info);
+    return info;
+  }
+
+  std::string job_id_;
+  double poll_interval_;
+  double last_poll_ = 0;
+  int unknown_polls_ = 0;
+  JobStatus last_;
+};
+
+class SlurmLauncher final : public Launcher {
+ public:
+  explicit SlurmLauncher(SlurmLaunchSettings settings) : settings_(std::move(settings)) {}
+  const char* name() const override { return "slurm"; }
+
+  StatusOr<std::unique_ptr<Job>> Start(const LaunchRequest& request) override {
+    std::string script = request.attempt_dir + "/job.sh";
+    {
+      std::ofstream out(script);
+      out << "#!/bin/sh\n# batchlab run " << request.run_id << " attempt " << request.attempt
+          << ": the command line is passed by sbatch as arguments\nexec \"$@\"\n";
+      if (!out) return InternalError(fmt::format("cannot write {}", script));
+    }
+    std::vector<std::string> argv = {"sbatch"};
+    auto args = SbatchArguments(settings_, request, script, geteuid() == 0);
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::map<std::string, std::string> env = settings_.env;
+    if (!env.count("OMPI_MCA_btl") && getenv("OMPI_MCA_btl") == nullptr) {
+      env["OMPI_MCA_btl"] = "self,vader";
+    }
+    if (!env.count("OMPI_MCA_pml") && getenv("OMPI_MCA_pml") == nullptr) env["OMPI_MCA_pml"] = "ob1";
+    BATCHLAB_ASSIGN_OR_RETURN(CommandResult r, RunCapturedCommand(argv, env));
+    if (r.exit_code != 0) {
+      return UnavailableError(fmt::format("sbatch exited {}: {}", r.exit_code, r.err));
+    }
+    std::string job_id = r.out.substr(0, r.out.find_first_of(";\n"));
+    if (job_id.empty()) return UnavailableError("sbatch printed no job id: " + r.out);
+    nlohmann::json launch = {{"backend", "slurm"}, {"job_id", job_id}, {"argv", argv}};
+    std::ofstream(request.attempt_dir + "/launch.json") << launch.dump(2) << "\n";
+    return std::unique_ptr<Job>(
+        std::make_unique<SlurmJob>(job_id, settings_.poll_interval_seconds));
+  }
+
+  void CleanUpStale(const std::string& attempt_dir) override {
+    std::ifstream in(attempt_dir + "/launch.json");
+    if (!in) return;
+    nlohmann::json launch = nlohmann::json::parse(in, nullptr, false);
+    if (!launch.is_object() || launch.value("backend", "") != "slurm") return;
+    std::string id = launch.value("job_id", "");
+    if (!id.empty()) RunCapturedCommand({"scancel", id}).status().IgnoreError();
+  }
+
+ private:
+  SlurmLaunchSettings settings_;
+};
+
+}  // namespace
+
+std::vector<std::string> SbatchArguments(const SlurmLaunchSettings& settings,
+                                         const LaunchRequest& request, const std::string& script,
+                                         bool as_root) {
+  int cpus = settings.slurm.cpus_per_task > 0 ? settings.slurm.cpus_per_task
+                                              : std::max(1, request.cpus_per_rank);
+  std::vector<std::string> a = {
+      "--parsable",
+      fmt::format("--job-name=batchlab-{}-{}", request.run_id, request.attempt),
+      fmt::format("--nodes={}", request.nodes),
+      fmt::format("--ntasks-per-node={}", request.ranks_per_node),
+      fmt::format("--cpus-per-task={}", cpus),
+      fmt::format("--time={}", settings.slurm.time_limit_minutes),
+      "--output=" + request.attempt_dir + "/stdout.log",
+      "--error=" + request.attempt_dir + "/stderr.log",
+      "--chdir=" + request.attempt_dir,
+      "--export=ALL",
+  };
+  if (!settings.slurm.partition.empty()) a.push_back("--partition=" + settings.slurm.partition);
+  a.insert(a.end(), settings.slurm.sbatch_args.begin(), settings.slurm.sbatch_args.end());
+  a.push_back(script);
+  a.push_back("mpirun");
+  a.push_back("-np");
+  a.push_back(std::to_string(request.world_size));
+  a.push_back("--bind-to");
+  a.push_back("none");
+  if (as_root) a.push_back("--allow-run-as-root");
+  a.insert(a.end(), settings.mpirun_args.begin(), settings.mpirun_args.end());
+  a.push_back(settings.runner);
+  a.push_back("--config");
+  a.push_back(request.config_path);
+  return a;
+}
+
+std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text) {
+  SlurmJobInfo info;
+  info.state = FieldOf(text, "JobState");
+  if (info.state.empty()) return std::nullopt;
+  ParseExitCode(FieldOf(text, "ExitCode"), &info);
+  info.nodes = FieldOf(text, "NodeList");
+  if (info.nodes == "(null)") info.nodes.clear();
+  return info;
+}
+
+bool IsSlurmTerminalState(const std::string& s) {
+  return s == "COMPLETED" || s == "FAILED" || s == "CANCELLED" || s == "TIMEOUT" ||
+         s == "NODE_FAIL" || s == "PREEMPTED" || s == "OUT_OF_MEMORY" || s == "BOOT_FAIL" ||
+         s == "DEADLINE" || s == "SPECIAL_EXIT" || s == "REVOKED";
+}
+
+StatusOr<std::unique_ptr<Launcher>> MakeSlurmLauncher(SlurmLaunchSettings settings) {
+  for (const char* tool : {"sbatch", "scontrol", "scancel"}) {
+    if (boost::process::search_path(tool).empty()) {
+      return FailedPreconditionError(fmt::format(
+          "--backend slurm: `{}` is not in PATH; install slurm-client (scripts/install-deps.sh)",
+          tool));
+    }
+  }
+  return std::unique_ptr<Launcher>(std::make_unique<SlurmLauncher>(std::move(settings)));
+}
+
+}  // namespace batchlab::orchestrator
