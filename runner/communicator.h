@@ -53,12 +53,27 @@ struct RankInfo {
 struct CommConfig {
   std::string backend = "mpi";    // mpi | gloo | nccl
   double bucket_mb = 25.0;        // gradient fusion bucket size
-  std::string rendezvous;         // gloo: FileStore path or host:port for TCPStore ("" = derived)
+  std::string rendezvous;         // gloo: FileStore path, or host:port for a TCPStore served by
+                                  // rank 0 ("" = a file in $TMPDIR named after the launcher's job
+                                  // id: single node only; set DefaultRendezvous(metrics_path))
   int timeout_seconds = 300;
 };
 
 // Builds the named backend; throws RunnerError (bad config) for an unknown or not-built backend.
 std::unique_ptr<Communicator> MakeCommunicator(const CommConfig& config, const RankInfo& rank);
+
+// Reads RankInfo from the launcher's environment: OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK}
+// (mpirun), then PMI_{RANK,SIZE} / PMIX_RANK, then SLURM_{PROCID,NTASKS,LOCALID} (srun); 0/1/0
+// when none is set. Throws RunnerError (kComm) for values that are not numbers or out of range.
+RankInfo RankInfoFromEnvironment();
+
+// The backends compiled into this binary, e.g. "mpi, gloo" (nccl only on CUDA builds).
+std::string BuiltBackends();
+
+// The gloo FileStore path for a run whose rank 0 writes `metrics_path`: a file next to it,
+// suffixed with the launcher's job id when one is set (so a relaunch never reads a stale store).
+// The store removes the file when every rank has closed it. Use as CommConfig::rendezvous.
+std::string DefaultRendezvous(const std::string& metrics_path);
 
 }  // namespace batchlab::runner
 

@@ -1,0 +1,171 @@
+// MpiCommunicator (see comm_mpi.h).
+#include "runner/comm_mpi.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "runner/runner_error.h"
+
+namespace batchlab::runner {
+namespace {
+
+int g_world_rank = -1;  // for error messages; -1 until MPI is initialized
+
+[[noreturn]] void ThrowMpiError(int code, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
+  std::ostringstream msg;
+  msg << "mpi: " << call << " failed at " << file << ":" << line << " on rank " << g_world_rank
+      << ": " << std::string(text, static_cast<size_t>(length)) << " (code " << code << ")";
+  throw RunnerError(RunnerError::Kind::kComm, msg.str());
+}
+
+// Every MPI call goes through this: a failure throws RunnerError naming call, file:line, rank.
+#define BATCHLAB_MPI_CHECK(call)                                                      \
+  do {                                                                               \
+    const int batchlab_mpi_rc_ = (call);                                             \
+    if (batchlab_mpi_rc_ != MPI_SUCCESS) {                                           \
+      ::batchlab::runner::ThrowMpiError(batchlab_mpi_rc_, #call, __FILE__, __LINE__); \
+    }                                                                                \
+  } while (false)
+
+void FinalizeAtExit() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+}
+
+// MPI_Init_thread exactly once per process; MPI_Finalize runs at process exit.
+void EnsureMpiInitialized() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int initialized = 0;
+    BATCHLAB_MPI_CHECK(MPI_Initialized(&initialized));
+    if (!initialized) {
+      int provided = 0;
+      BATCHLAB_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+      std::atexit(FinalizeAtExit);
+    }
+    BATCHLAB_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    BATCHLAB_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank));
+  });
+}
+
+MPI_Datatype MpiTypeOf(const torch::Tensor& t) {
+  switch (t.scalar_type()) {
+    case torch::kFloat32: return MPI_FLOAT;
+    case torch::kFloat64: return MPI_DOUBLE;
+    case torch::kInt32: return MPI_INT32_T;
+    case torch::kInt64: return MPI_INT64_T;
+    case torch::kUInt8: return MPI_UINT8_T;
+    default: break;
+  }
+  throw RunnerError(RunnerError::Kind::kInternal,
+                    std::string("mpi: unsupported tensor dtype ") +
+                        std::string(c10::toString(t.scalar_type())));
+}
+
+void CheckTensor(const torch::Tensor& t, const char* call) {
+  if (!t.defined() || !t.device().is_cpu() || !t.is_contiguous()) {
+    throw RunnerError(RunnerError::Kind::kInternal,
+                      std::string("mpi: ") + call + " needs a defined, contiguous CPU tensor");
+  }
+  if (t.numel() > std::numeric_limits<int>::max()) {
+    throw RunnerError(RunnerError::Kind::kInternal,
+                      std::string("mpi: ") + call + " of more than 2^31 elements; use smaller "
+                      "buckets (comm.bucket_mb)");
+  }
+}
+
+// A pending MPI request. For kAvg the sum is divided by the world size once it has arrived.
+class MpiWork : public Work {
+ public:
+  MpiWork(MPI_Request request, const char* what, torch::Tensor tensor, double divide_by)
+      : request_(request), what_(what), tensor_(std::move(tensor)), divide_by_(divide_by) {}
+
+  void Wait(std::chrono::milliseconds timeout) override {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int done = 0;
+    for (int polls = 0;; ++polls) {
+      BATCHLAB_MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
+      if (done) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        std::ostringstream msg;
+        msg << "mpi: " << what_ << " timed out after " << timeout.count() << " ms on rank "
+            << g_world_rank << " (a rank died or stopped calling collectives)";
+        throw RunnerError(RunnerError::Kind::kComm, msg.str());
+      }
+      // Spin briefly (small messages finish in microseconds), then back off to leave the
+      // cores to the other ranks.
+      if (polls < 64) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(polls < 1024 ? 20 : 200));
+      }
+    }
+    if (divide_by_ != 1.0) tensor_.div_(divide_by_);
+  }
+
+ private:
+  MPI_Request request_;
+  const char* what_;
+  torch::Tensor tensor_;
+  double divide_by_;
+};
+
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(const RankInfo& rank) {
+  EnsureMpiInitialized();
+  BATCHLAB_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  BATCHLAB_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  BATCHLAB_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  BATCHLAB_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  if (rank_ != rank.rank || size_ != rank.world_size) {
+    std::ostringstream msg;
+    msg << "mpi: MPI says rank " << rank_ << " of " << size_ << " but the launcher environment says "
+        << rank.rank << " of " << rank.world_size
+        << "; launch with mpirun (or srun --mpi=pmix) so both agree";
+    MPI_Comm_free(&comm_);
+    throw RunnerError(RunnerError::Kind::kComm, msg.str());
+  }
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+}
+
+std::unique_ptr<Work> MpiCommunicator::Allreduce(torch::Tensor& tensor, ReduceOp op) {
+  CheckTensor(tensor, "allreduce");
+  MPI_Request request;
+  BATCHLAB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, tensor.data_ptr(),
+                                    static_cast<int>(tensor.numel()), MpiTypeOf(tensor), MPI_SUM,
+                                    comm_, &request));
+  const double divide_by = op == ReduceOp::kAvg ? static_cast<double>(size_) : 1.0;
+  return std::make_unique<MpiWork>(request, "allreduce", tensor, divide_by);
+}
+
+std::unique_ptr<Work> MpiCommunicator::Broadcast(torch::Tensor& tensor, int root) {
+  CheckTensor(tensor, "broadcast");
+  MPI_Request request;
+  BATCHLAB_MPI_CHECK(MPI_Ibcast(tensor.data_ptr(), static_cast<int>(tensor.numel()),
+                                MpiTypeOf(tensor), root, comm_, &request));
+  return std::make_unique<MpiWork>(request, "broadcast", tensor, 1.0);
+}
+
+std::unique_ptr<Work> MpiCommunicator::Barrier() {
+  MPI_Request request;
+  BATCHLAB_MPI_CHECK(MPI_Ibarrier(comm_, &request));
+  return std::make_unique<MpiWork>(request, "barrier", torch::Tensor(), 1.0);
+}
+
+}  // namespace batchlab::runner
