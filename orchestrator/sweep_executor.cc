@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <boost/filesystem.hpp>
@@ -34,6 +35,19 @@ std::string Tail(const std::string& path, size_t max_bytes) {
   std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// The outcome of a metrics file's `end` line, if it has one (docs/protocol.md).
+std::optional<RunState> EndOutcome(const std::string& metrics_path) {
+  std::string tail = Tail(metrics_path, 4096);
+  size_t start = tail.rfind('\n');
+  std::string last = start == std::string::npos ? tail : tail.substr(start + 1);
+  nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
+  if (!j.is_object() || j.value("kind", "") != "end" || !j.contains("outcome")) return std::nullopt;
+  if (!j["outcome"].is_string()) return std::nullopt;
+  auto state = results::ParseRunState(j["outcome"].get<std::string>());
+  if (!state.ok() || !results::IsFinished(*state)) return std::nullopt;
+  return *state;
 }
 
 std::string ParamsText(const PlannedRun& run) {
@@ -135,6 +149,16 @@ class Execution {
         std::string dir = AttemptDir(runs_dir_, spec_.name, r.id, rec.attempt);
         launcher_.CleanUpStale(dir);
         store_.IngestMetrics(r.id, rec.attempt, dir + "/metrics.jsonl").status().IgnoreError();
+        if (std::optional<RunState> ended = EndOutcome(dir + "/metrics.jsonl")) {
+          // The runner finished on its own terms before anyone recorded it: keep that result.
+          BATCHLAB_RETURN_IF_ERROR(store_.Transition(
+              r.id, *ended,
+              {std::nullopt, "recovered from the end line after the orchestrator stopped"}));
+          ++out_.skipped;
+          Event(fmt::format("run {} had finished ({}) while no orchestrator watched; kept",
+                            r.id, results::RunStateName(*ended)));
+          continue;
+        }
         BATCHLAB_RETURN_IF_ERROR(store_.Transition(
             r.id, RunState::kCancelled,
             {std::nullopt, "interrupted: the orchestrator stopped while this attempt ran"}));
