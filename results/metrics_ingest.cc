@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <optional>
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -41,10 +42,6 @@ std::string_view Excerpt(std::string_view line) {
 
 Status MetricsIngester::PrepareStatements() {
   if (prepared_) return OkStatus();
-  BATCHLAB_ASSIGN_OR_RETURN(
-      insert_metric_,
-      db_.Prepare("INSERT OR IGNORE INTO metrics(run_key, attempt, seq, name_id, step, value) "
-                  "VALUES(?, ?, ?, ?, ?, ?)"));
   BATCHLAB_ASSIGN_OR_RETURN(insert_name_,
                             db_.Prepare("INSERT OR IGNORE INTO metric_names(name) VALUES(?)"));
   BATCHLAB_ASSIGN_OR_RETURN(select_name_,
@@ -125,23 +122,13 @@ Status MetricsIngester::StoreLine(int64_t run_key, int attempt, std::string_view
   ++stats.lines_read;
   ++c.lines;
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return OkStatus();
-  json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  std::string_view reason;
-  if (j.is_discarded()) {
-    reason = "not valid JSON";
-  } else if (!j.is_object()) {
-    reason = "not a JSON object";
-  } else if (!j.contains("seq") || !j["seq"].is_number_integer()) {
-    reason = "field `seq` is missing or not an integer";
-  } else if (!j.contains("kind") || !j["kind"].is_string()) {
-    reason = "field `kind` is missing or not a string";
-  }
-  if (!reason.empty()) {
+  const MetricsLine& m = parser_.Parse(line);
+  if (!m.error.empty()) {
     ++stats.corrupt_lines;
-    return RecordCorrupt(run_key, attempt, path, c.lines, line_offset, reason, line);
+    return RecordCorrupt(run_key, attempt, path, c.lines, line_offset, m.error, line);
   }
-  const int64_t seq = j["seq"].get<int64_t>();
-  const std::string& kind = j["kind"].get_ref<const std::string&>();
+  const int64_t seq = m.seq;
+  const std::string& kind = m.kind;
   if (kind == "end") {
     c.saw_end = true;
     stats.saw_end = true;
@@ -150,6 +137,13 @@ Status MetricsIngester::StoreLine(int64_t run_key, int attempt, std::string_view
   c.last_seq = seq;
   ++stats.lines_stored;
 
+  if (kind == "start" || kind == "end") return StoreStartOrEnd(run_key, attempt, line, kind);
+  return StoreValues(run_key, attempt, m, stats);
+}
+
+Status MetricsIngester::StoreStartOrEnd(int64_t run_key, int attempt, std::string_view line,
+                                        const std::string& kind) {
+  const json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (kind == "start") {
     auto host = j.find("host");
     if (host != j.end() && host->is_string()) {
@@ -179,21 +173,43 @@ Status MetricsIngester::StoreLine(int64_t run_key, int attempt, std::string_view
         .BindInt(11, attempt);
     return update_end_.Run();
   }
-  // step, eval (and any future kind): every numeric field but seq and step is a metric value.
-  std::optional<int64_t> step = OptInt(j, "step");
-  for (const auto& [key, value] : j.items()) {
-    if (!value.is_number() || key == "seq" || key == "step") continue;
-    BATCHLAB_ASSIGN_OR_RETURN(int64_t name_id, NameId(key));
-    insert_metric_.BindInt(1, run_key)
-        .BindInt(2, attempt)
-        .BindInt(3, seq)
-        .BindInt(4, name_id)
-        .BindOptionalInt(5, step)
-        .BindDouble(6, value.get<double>());
-    BATCHLAB_RETURN_IF_ERROR(insert_metric_.Run());
+  return OkStatus();
+}
+
+// step, eval (and any future kind): every numeric field but seq and step is a metric value,
+// stored with one multi-row INSERT per line.
+Status MetricsIngester::StoreValues(int64_t run_key, int attempt, const MetricsLine& m,
+                                    IngestStats& stats) {
+  size_t done = 0;
+  while (done < m.num_values) {
+    const size_t n = std::min(m.num_values - done, kMaxRowsPerInsert);
+    BATCHLAB_ASSIGN_OR_RETURN(Statement * insert, InsertRows(n));
+    int p = 1;
+    for (size_t i = done; i < done + n; ++i) {
+      BATCHLAB_ASSIGN_OR_RETURN(int64_t name_id, NameId(m.values[i].first));
+      insert->BindInt(p, run_key)
+          .BindInt(p + 1, attempt)
+          .BindInt(p + 2, m.seq)
+          .BindInt(p + 3, name_id)
+          .BindOptionalInt(p + 4, m.step)
+          .BindDouble(p + 5, m.values[i].second);
+      p += 6;
+    }
+    BATCHLAB_RETURN_IF_ERROR(insert->Run());
     stats.values_stored += db_.Changes();
+    done += n;
   }
   return OkStatus();
+}
+
+StatusOr<Statement*> MetricsIngester::InsertRows(size_t n) {
+  auto it = insert_rows_.find(n);
+  if (it != insert_rows_.end()) return &it->second;
+  std::string sql = "INSERT OR IGNORE INTO metrics(run_key, attempt, seq, name_id, step, value) "
+                    "VALUES(?, ?, ?, ?, ?, ?)";
+  for (size_t i = 1; i < n; ++i) sql += ", (?, ?, ?, ?, ?, ?)";
+  BATCHLAB_ASSIGN_OR_RETURN(Statement st, db_.Prepare(sql));
+  return &insert_rows_.emplace(n, std::move(st)).first->second;
 }
 
 StatusOr<IngestStats> MetricsIngester::Ingest(int64_t run_key, int attempt,

@@ -8,8 +8,9 @@
 //
 // A half-written last line (no trailing newline) is not consumed: the next pass reads it again.
 // A complete line that is not a valid metrics record is recorded as a `corrupt_metrics_line`
-// event, consumed, and skipped. Lines are stored in batches of kBatchLines per transaction with
-// prepared statements; metric names go through the `metric_names` dictionary.
+// event, consumed, and skipped. Lines are parsed without a JSON tree (metrics_line.h) and stored
+// in batches of kBatchLines per transaction, one cached multi-row INSERT per line; metric names go
+// through the `metric_names` dictionary.
 //
 //   MetricsIngester ingester(db);
 //   BATCHLAB_ASSIGN_OR_RETURN(IngestStats st, ingester.Ingest(run_key, attempt, path));
@@ -19,10 +20,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <map>
 #include <unordered_map>
 
 #include "base/status.h"
 #include "results/database.h"
+#include "results/metrics_line.h"
 #include "results/store.h"
 
 namespace batchlab::results {
@@ -30,6 +33,7 @@ namespace batchlab::results {
 class MetricsIngester {
  public:
   static constexpr int kBatchLines = 4096;
+  static constexpr size_t kMaxRowsPerInsert = 32;
 
   explicit MetricsIngester(Database& db) : db_(db) {}
 
@@ -52,13 +56,20 @@ class MetricsIngester {
   // Stores one complete line (without its newline); updates `c` and `stats`.
   Status StoreLine(int64_t run_key, int attempt, std::string_view line, int64_t line_offset,
                    const std::string& path, Cursor& c, IngestStats& stats);
+  Status StoreStartOrEnd(int64_t run_key, int attempt, std::string_view line,
+                         const std::string& kind);
+  Status StoreValues(int64_t run_key, int attempt, const MetricsLine& m, IngestStats& stats);
+  // The cached statement inserting `n` metric rows at once.
+  StatusOr<Statement*> InsertRows(size_t n);
   Status RecordCorrupt(int64_t run_key, int attempt, const std::string& path, int64_t line_no,
                        int64_t offset, std::string_view reason, std::string_view line);
   StatusOr<int64_t> NameId(const std::string& name);
 
   Database& db_;
   bool prepared_ = false;
-  Statement insert_metric_, insert_name_, select_name_, load_cursor_, save_cursor_,
+  MetricsLineParser parser_;
+  std::map<size_t, Statement> insert_rows_;
+  Statement insert_name_, select_name_, load_cursor_, save_cursor_,
       insert_event_, update_end_, update_host_;
   std::unordered_map<std::string, int64_t> name_ids_;
 };
