@@ -166,9 +166,12 @@ Region RegionOf(double batch_size, double b_crit) {
 
 const char* RegionName(Region r) {
   switch (r) {
-    case Region::kPerfectScaling: return "near-perfect scaling";
-    case Region::kDiminishingReturns: return "diminishing returns";
-    case Region::kMaxDataParallelism: return "maximal data parallelism";
+    case Region::kPerfectScaling:
+      return "near-perfect scaling";
+    case Region::kDiminishingReturns:
+      return "diminishing returns";
+    case Region::kMaxDataParallelism:
+      return "maximal data parallelism";
   }
   return "unknown";
 }

@@ -40,9 +40,9 @@ struct CritOptions {
 
 struct CritResidual {
   double batch_size = 0;
-  double steps = 0;       // observed
-  double fitted = 0;      // S_min (1 + B_noise / B)
-  double relative = 0;    // (observed − fitted) / fitted
+  double steps = 0;     // observed
+  double fitted = 0;    // S_min (1 + B_noise / B)
+  double relative = 0;  // (observed − fitted) / fitted
 };
 
 struct CritFit {
@@ -54,7 +54,7 @@ struct CritFit {
   int points = 0;
   int batch_sizes = 0;
   bool b_crit_outside_sweep = false;  // B_crit below the smallest or above the largest B fitted
-  std::string bootstrap;  // "seeds" or "residuals"
+  std::string bootstrap;              // "seeds" or "residuals"
   int resamples = 0;
 
   double StepsAt(double batch_size) const;     // S_min (1 + B_crit / B)

@@ -14,7 +14,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(auto series, GnsSeries(samples, 0.99));   // smoothed, per step
 //   GnsOptions opt;  opt.from_step = 500;                           // window for the estimate
 //   BATCHLAB_ASSIGN_OR_RETURN(GnsEstimate est, EstimateGns(samples, opt));
-//   fmt::print("B_simple = {} [{}, {}]\n", est.b_simple.value, est.b_simple.low, est.b_simple.high);
+//   fmt::print("B_simple = {} [{}, {}]\n", est.b_simple.value, est.b_simple.low,
+//   est.b_simple.high);
 #ifndef BATCHLAB_ANALYSIS_GRADIENT_NOISE_H_
 #define BATCHLAB_ANALYSIS_GRADIENT_NOISE_H_
 

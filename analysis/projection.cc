@@ -37,8 +37,8 @@ StatusOr<ClusterProfile> FindClusterProfile(const std::string& name) {
     if (p.name == name) return p;
     names += (names.empty() ? "" : ", ") + p.name;
   }
-  return NotFoundError(fmt::format("--profile '{}' is not a known cluster profile; use one of: {}",
-                                   name, names));
+  return NotFoundError(
+      fmt::format("--profile '{}' is not a known cluster profile; use one of: {}", name, names));
 }
 
 StatusOr<ComputeModel> FitComputeModel(const std::vector<RunTiming>& timings) {

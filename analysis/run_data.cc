@@ -33,6 +33,15 @@ std::string RunLabel(const RunData& run) {
   std::string label = fmt::format("B={} K={}", run.batch_size, run.world_size);
   if (!run.lr_rule.empty()) label += fmt::format(" rule={}", run.lr_rule);
   if (!run.optimizer.empty()) label += fmt::format(" opt={}", run.optimizer);
+  // Every other swept value, so runs that differ only there are told apart.
+  static const std::vector<std::string> kShown = {"batch_size", "nodes",   "world_size",
+                                                  "seed",       "lr.rule", "optimizer.name"};
+  for (const auto& [name, value] : run.params) {
+    if (Dropped(name, kShown)) continue;
+    std::string v = value;
+    if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+    label += fmt::format(" {}={}", name, v);
+  }
   return label;
 }
 

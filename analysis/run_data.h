@@ -64,7 +64,8 @@ struct SweepData {
 // "name=value,...". Runs that differ only in a dropped parameter share a key.
 std::string ConfigKey(const RunData& run, const std::vector<std::string>& drop);
 
-// A short human label: "B=256 K=2 rule=linear opt=momentum".
+// A short human label: "B=256 K=2 rule=linear opt=momentum lr.base=0.1" (batch size, world
+// size, rule, optimizer, then every other swept value but the seed).
 std::string RunLabel(const RunData& run);
 
 }  // namespace batchlab::analysis

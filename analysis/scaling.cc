@@ -29,7 +29,7 @@ double MeanAfter(const Series& s, int64_t skip_steps, int64_t* count) {
 }
 
 std::vector<ScalingRow> Scale(const std::vector<RunTiming>& timings, bool strong) {
-  // group -> world size -> runs
+  // (configuration, global or local batch) -> world size -> runs
   std::map<std::pair<std::string, int64_t>, std::map<int, std::vector<const RunTiming*>>> groups;
   for (const RunTiming& t : timings) {
     const int64_t b = strong ? t.batch_size : t.local_batch_size;
@@ -78,15 +78,15 @@ std::vector<RunTiming> RunTimings(const std::vector<RunData>& runs, int64_t skip
     if (t.steps == 0 || !(t.step_seconds > 0)) continue;
     t.run_id = run.id;
     t.label = RunLabel(run);
-    t.strong_key = ConfigKey(run, kNotThroughput);
-    std::vector<std::string> weak_drop = kNotThroughput;
-    weak_drop.push_back("batch_size");
-    t.weak_key = ConfigKey(run, weak_drop);
+    std::vector<std::string> drop = kNotThroughput;
+    drop.push_back("batch_size");  // the group's batch size is held separately
+    t.strong_key = ConfigKey(run, drop);
+    t.weak_key = t.strong_key;
     t.world_size = run.world_size;
     t.nodes = run.nodes;
     t.batch_size = run.batch_size;
-    t.local_batch_size =
-        run.local_batch_size > 0 ? run.local_batch_size : run.batch_size / std::max(1, run.world_size);
+    t.local_batch_size = run.local_batch_size > 0 ? run.local_batch_size
+                                                  : run.batch_size / std::max(1, run.world_size);
     t.parameters = run.parameters;
     if (const Series* comm = run.Metric("comm_seconds")) {
       t.comm_seconds = MeanAfter(*comm, skip_steps, nullptr);
@@ -171,7 +171,8 @@ StatusOr<AlphaBetaFit> FitRingAllreduce(const std::vector<AllreduceObservation>&
   }
   AlphaBetaFit fit;
   fit.alpha_seconds = alpha;
-  fit.bandwidth_bytes_per_second = gamma > 0 ? 1.0 / gamma : std::numeric_limits<double>::infinity();
+  fit.bandwidth_bytes_per_second =
+      gamma > 0 ? 1.0 / gamma : std::numeric_limits<double>::infinity();
   fit.observations = static_cast<int>(t.size());
   double ss = 0;
   for (size_t i = 0; i < t.size(); ++i) {

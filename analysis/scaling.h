@@ -28,19 +28,21 @@ namespace batchlab::analysis {
 struct RunTiming {
   std::string run_id;
   std::string label;
-  std::string strong_key;  // configuration apart from world size, seed and LR settings
-  std::string weak_key;    // the same without the global batch size
+  // The configuration apart from world size, batch size, seed and LR settings: strong scaling
+  // groups runs by (strong_key, batch_size), weak scaling by (weak_key, local_batch_size).
+  std::string strong_key;
+  std::string weak_key;
   int world_size = 1;
   int nodes = 1;
   int64_t batch_size = 0;
   int64_t local_batch_size = 0;
   int64_t parameters = 0;
-  int64_t steps = 0;            // steps averaged (after the skipped warm-up steps)
-  double step_seconds = 0;      // mean
-  double comm_seconds = 0;      // mean
-  double throughput = 0;        // batch_size / step_seconds, samples per second
-  double comm_fraction = 0;     // comm_seconds / step_seconds
-  double bus_bandwidth = 0;     // bytes/s; 0 when unknown (one rank, no model size, no comm)
+  int64_t steps = 0;         // steps averaged (after the skipped warm-up steps)
+  double step_seconds = 0;   // mean
+  double comm_seconds = 0;   // mean
+  double throughput = 0;     // batch_size / step_seconds, samples per second
+  double comm_fraction = 0;  // comm_seconds / step_seconds
+  double bus_bandwidth = 0;  // bytes/s; 0 when unknown (one rank, no model size, no comm)
 };
 
 // Timings of the runs that logged step_seconds, skipping each run's first `skip_steps` steps
@@ -48,8 +50,8 @@ struct RunTiming {
 std::vector<RunTiming> RunTimings(const std::vector<RunData>& runs, int64_t skip_steps);
 
 struct ScalingRow {
-  std::string kind;       // "strong" or "weak"
-  std::string group;      // "B=256" (strong) or "b_local=128" (weak)
+  std::string kind;   // "strong" or "weak"
+  std::string group;  // "B=256" (strong) or "b_local=128" (weak)
   std::string config_key;
   int world_size = 1;
   int nodes = 1;
@@ -78,7 +80,7 @@ struct AllreduceObservation {
 };
 
 struct AlphaBetaFit {
-  double alpha_seconds = 0;             // per-message latency
+  double alpha_seconds = 0;               // per-message latency
   double bandwidth_bytes_per_second = 0;  // +inf when the bandwidth term fitted to <= 0
   double rms_residual_seconds = 0;
   int observations = 0;

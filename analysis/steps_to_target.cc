@@ -14,10 +14,14 @@ namespace batchlab::analysis {
 bool Target::Met(double x) const {
   if (std::isnan(x)) return false;
   switch (op) {
-    case CompareOp::kGreaterEqual: return x >= value;
-    case CompareOp::kGreater: return x > value;
-    case CompareOp::kLessEqual: return x <= value;
-    case CompareOp::kLess: return x < value;
+    case CompareOp::kGreaterEqual:
+      return x >= value;
+    case CompareOp::kGreater:
+      return x > value;
+    case CompareOp::kLessEqual:
+      return x <= value;
+    case CompareOp::kLess:
+      return x < value;
   }
   return false;
 }
@@ -30,10 +34,10 @@ std::string Target::ToString() const {
 StatusOr<Target> ParseTarget(const std::string& text) {
   const size_t pos = text.find_first_of("<>");
   auto bad = [&](const std::string& why) {
-    return InvalidArgumentError(fmt::format(
-        "--target '{}': {}; write METRIC OP VALUE with OP one of >= > <= <, e.g. "
-        "'test_accuracy>=0.85' or 'test_loss<=0.4'",
-        text, why));
+    return InvalidArgumentError(
+        fmt::format("--target '{}': {}; write METRIC OP VALUE with OP one of >= > <= <, e.g. "
+                    "'test_accuracy>=0.85' or 'test_loss<=0.4'",
+                    text, why));
   };
   if (pos == std::string::npos) return bad("no comparison operator");
   Target t;
@@ -61,12 +65,18 @@ StatusOr<Target> ParseTarget(const std::string& text) {
 
 const char* HitStatusName(HitStatus s) {
   switch (s) {
-    case HitStatus::kReached: return "reached";
-    case HitStatus::kNeverReached: return "never_reached";
-    case HitStatus::kDiverged: return "diverged";
-    case HitStatus::kFailed: return "failed";
-    case HitStatus::kUnfinished: return "unfinished";
-    case HitStatus::kNoMetric: return "no_metric";
+    case HitStatus::kReached:
+      return "reached";
+    case HitStatus::kNeverReached:
+      return "never_reached";
+    case HitStatus::kDiverged:
+      return "diverged";
+    case HitStatus::kFailed:
+      return "failed";
+    case HitStatus::kUnfinished:
+      return "unfinished";
+    case HitStatus::kNoMetric:
+      return "no_metric";
   }
   return "unknown";
 }
@@ -80,8 +90,8 @@ double ValueAt(const Series& s, int64_t step) {
   if (i < s.size() && s.steps[i] == step) return s.values[i];
   if (i == 0) return s.values.front();
   if (i == s.size()) return s.values.back();
-  const double f = static_cast<double>(step - s.steps[i - 1]) /
-                   static_cast<double>(s.steps[i] - s.steps[i - 1]);
+  const double f =
+      static_cast<double>(step - s.steps[i - 1]) / static_cast<double>(s.steps[i] - s.steps[i - 1]);
   return s.values[i - 1] + f * (s.values[i] - s.values[i - 1]);
 }
 
@@ -163,12 +173,24 @@ std::vector<BatchBest> BestPerBatchSize(const std::vector<TargetHit>& hits) {
     b.batch_size = h.batch_size;
     ++b.runs;
     switch (h.status) {
-      case HitStatus::kReached: ++b.reached; break;
-      case HitStatus::kNeverReached: ++b.never_reached; break;
-      case HitStatus::kDiverged: ++b.diverged; break;
-      case HitStatus::kFailed: ++b.failed; break;
-      case HitStatus::kUnfinished: ++b.unfinished; break;
-      case HitStatus::kNoMetric: ++b.no_metric; break;
+      case HitStatus::kReached:
+        ++b.reached;
+        break;
+      case HitStatus::kNeverReached:
+        ++b.never_reached;
+        break;
+      case HitStatus::kDiverged:
+        ++b.diverged;
+        break;
+      case HitStatus::kFailed:
+        ++b.failed;
+        break;
+      case HitStatus::kUnfinished:
+        ++b.unfinished;
+        break;
+      case HitStatus::kNoMetric:
+        ++b.no_metric;
+        break;
     }
   }
   for (auto& [batch, configs] : groups) {

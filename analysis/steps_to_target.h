@@ -58,10 +58,10 @@ struct TargetHit {
   int64_t seed = 0;
   std::string lr_rule, optimizer;
   HitStatus status = HitStatus::kNoMetric;
-  int64_t step = 0;      // the first step meeting the target
-  double samples = 0;    // samples processed up to it (the `samples` metric, else step × B)
-  double seconds = 0;    // training seconds up to it (Σ step_seconds, else the `seconds` metric)
-  double compute = 0;    // world_size × seconds (rank-seconds)
+  int64_t step = 0;    // the first step meeting the target
+  double samples = 0;  // samples processed up to it (the `samples` metric, else step × B)
+  double seconds = 0;  // training seconds up to it (Σ step_seconds, else the `seconds` metric)
+  double compute = 0;  // world_size × seconds (rank-seconds)
 };
 
 // The hit of one run. `seconds` sums step_seconds over steps <= step when the run logged it
@@ -80,10 +80,10 @@ struct BatchBest {
   int failed = 0;      // failed, timed out or cancelled
   int unfinished = 0;  // pending or running
   int no_metric = 0;
-  std::optional<TargetHit> best;     // the fastest (fewest steps) seed of the best configuration
-  double best_steps = 0;             // mean steps over the best configuration's seeds
-  double best_samples = 0;           // mean samples over them
-  std::vector<double> seed_steps;    // steps of each seed of the best configuration
+  std::optional<TargetHit> best;   // the fastest (fewest steps) seed of the best configuration
+  double best_steps = 0;           // mean steps over the best configuration's seeds
+  double best_samples = 0;         // mean samples over them
+  std::vector<double> seed_steps;  // steps of each seed of the best configuration
 };
 
 // One entry per batch size present in `hits`, in increasing batch size.

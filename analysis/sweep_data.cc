@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
 #include <sqlite3.h>
+#include <nlohmann/json.hpp>
 
 #include "results/database.h"
 #include "results/schema.h"
@@ -19,10 +19,14 @@ namespace {
 // The text of a run_params value as JSON: integers and reals as numbers, text quoted.
 std::string ParamText(const results::Statement& st, int col) {
   switch (st.ColumnType(col)) {
-    case SQLITE_INTEGER: return std::to_string(st.ColumnInt(col));
-    case SQLITE_FLOAT: return fmt::format("{}", st.ColumnDouble(col));
-    case SQLITE_NULL: return "null";
-    default: return nlohmann::json(st.ColumnText(col)).dump();
+    case SQLITE_INTEGER:
+      return std::to_string(st.ColumnInt(col));
+    case SQLITE_FLOAT:
+      return fmt::format("{}", st.ColumnDouble(col));
+    case SQLITE_NULL:
+      return "null";
+    default:
+      return nlohmann::json(st.ColumnText(col)).dump();
   }
 }
 
@@ -47,17 +51,17 @@ StatusOr<std::pair<int64_t, int>> FindSweep(results::Database& db, const std::st
     if (!more) break;
     known += (known.empty() ? "" : ", ") + names.ColumnText(0);
   }
-  return NotFoundError(fmt::format(
-      "--sweep '{}'{}: no such sweep in {}; known sweeps: {}", name,
-      version > 0 ? fmt::format(" version {}", version) : "", db.path(),
-      known.empty() ? "(none: run `batchlab sweep run SPEC` first)" : known));
+  return NotFoundError(
+      fmt::format("--sweep '{}'{}: no such sweep in {}; known sweeps: {}", name,
+                  version > 0 ? fmt::format(" version {}", version) : "", db.path(),
+                  known.empty() ? "(none: run `batchlab sweep run SPEC` first)" : known));
 }
 
 }  // namespace
 
 std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
-  std::vector<std::string> m = {"loss",         "samples",      "seconds",     "step_seconds",
-                                "comm_seconds", "gns_b_small",  "gns_b_big",   "gns_sq_small",
+  std::vector<std::string> m = {"loss",         "samples",       "seconds",   "step_seconds",
+                                "comm_seconds", "gns_b_small",   "gns_b_big", "gns_sq_small",
                                 "gns_sq_big",   "test_accuracy", "test_loss"};
   if (std::find(m.begin(), m.end(), target_metric) == m.end()) m.push_back(target_metric);
   return m;
@@ -88,8 +92,7 @@ int64_t ModelSizeFromConfig(const std::string& config_json) {
 
 StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& name,
                               const LoadOptions& options) {
-  BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<results::Database> db,
-                            results::OpenReadOnly(db_path));
+  BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<results::Database> db, results::OpenReadOnly(db_path));
   BATCHLAB_ASSIGN_OR_RETURN(auto sweep_id_version, FindSweep(*db, name, options.version));
   const int64_t sweep_id = sweep_id_version.first;
   SweepData sweep;
@@ -175,7 +178,8 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
         results::Statement st,
         db->Prepare("SELECT m.run_key, m.name_id, m.step, m.value FROM runs r "
                     "JOIN metrics m ON m.run_key = r.run_key AND m.attempt = r.attempt "
-                    "WHERE r.sweep_id = ?1 AND m.name_id IN (" + ids + ")"));
+                    "WHERE r.sweep_id = ?1 AND m.name_id IN (" +
+                    ids + ")"));
     st.BindInt(1, sweep_id);
     int64_t last_key = -1, last_name = -1;
     Series* series = nullptr;

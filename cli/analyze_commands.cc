@@ -1,8 +1,174 @@
+// `batchlab analyze gns|target|crit|pareto|scaling|project --sweep NAME [--format table|json]`:
+// loads one sweep read-only and prints one analysis section (analysis/study.h).
+//
+//   batchlab --db batchlab.db analyze crit --sweep quickstart --target 'test_accuracy>=0.85'
+//   batchlab analyze project --sweep quickstart --profile ib-400g --format json
+#include <memory>
+#include <string>
+
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include "analysis/study.h"
+#include "analysis/study_json.h"
+#include "analysis/study_tables.h"
+#include "analysis/sweep_data.h"
 #include "cli/commands.h"
+
 namespace batchlab::cli {
+
+// The flags every analysis and the report share (also used by report_command.cc).
+void AddStudyFlags(CLI::App& cmd, analysis::StudyOptions& o) {
+  cmd.add_option("--target", o.target,
+                 "Target as METRIC OP VALUE, e.g. 'test_accuracy>=0.85' (default: the sweep's)");
+  cmd.add_option("--beta", o.beta, "EMA smoothing of the GNS series, in [0, 1)")
+      ->capture_default_str();
+  cmd.add_option("--from-step", o.from_step, "First step of the GNS estimate window")
+      ->capture_default_str();
+  cmd.add_option("--to-step", o.to_step, "Last step of the GNS estimate window (default: end)");
+  cmd.add_option("--resamples", o.resamples, "Bootstrap resamples")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 1000000));
+  cmd.add_option("--confidence", o.confidence, "Confidence level of the intervals")
+      ->capture_default_str()
+      ->check(CLI::Range(0.5, 0.999));
+  cmd.add_option("--seed", o.seed, "Seed of the bootstrap")->capture_default_str();
+  cmd.add_option("--skip-steps", o.skip_steps, "Warm-up steps left out of timing averages")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--profile", o.profile, "Cluster profile: ib-100g, ib-400g, nvlink, eth-10g")
+      ->capture_default_str();
+  cmd.add_option("--max-nodes", o.max_world_size, "Largest projected world size")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--device-speedup", o.device_speedup,
+                 "How many times faster the projected device computes than this machine")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd.add_option("--parameters", o.parameters, "Model size in scalars (default: from the runs)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+namespace {
+
+struct AnalyzeFlags {
+  std::string sweep;
+  int version = 0;
+  std::string format = "table";
+  bool series = false;
+  analysis::StudyOptions study;
+};
+
+void PrintTables(const std::vector<analysis::Table>& tables) {
+  bool first = true;
+  for (const analysis::Table& t : tables) {
+    fmt::print("{}{}", first ? "" : "\n", t.ToText());
+    first = false;
+  }
+}
+
+Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db_path) {
+  using namespace analysis;
+  const StudyOptions& o = f.study;
+  if (!(o.beta >= 0 && o.beta < 1)) {
+    return InvalidArgumentError(fmt::format("--beta {} must be in [0, 1), e.g. 0.99", o.beta));
+  }
+  if (o.to_step < o.from_step) {
+    return InvalidArgumentError(
+        fmt::format("--to-step {} is before --from-step {}", o.to_step, o.from_step));
+  }
+  if (!o.target.empty()) BATCHLAB_RETURN_IF_ERROR(ParseTarget(o.target).status());
+  if (what == "project") BATCHLAB_RETURN_IF_ERROR(FindClusterProfile(o.profile).status());
+
+  LoadOptions load;
+  load.version = f.version;
+  load.metrics =
+      AnalysisMetrics(o.target.empty() ? "test_accuracy" : ParseTarget(o.target)->metric);
+  BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep(db_path, f.sweep, load));
+  if (o.target.empty() && !sweep.target.empty()) {
+    // The configured target may name a metric outside the default set: reload it if so.
+    const std::string m = ParseTarget(sweep.target).ok() ? ParseTarget(sweep.target)->metric : "";
+    if (!m.empty() && m != "test_accuracy" && m != "test_loss" && m != "loss") {
+      load.metrics = AnalysisMetrics(m);
+      BATCHLAB_ASSIGN_OR_RETURN(sweep, LoadSweep(db_path, f.sweep, load));
+    }
+  }
+  const bool json = f.format == "json";
+  nlohmann::json j = {{"sweep", sweep.name}, {"version", sweep.version}, {"analysis", what}};
+  std::vector<Table> tables;
+
+  if (what == "gns") {
+    GnsSection gns = AnalyzeGns(sweep, o);
+    j["gns"] = GnsJson(gns, o, f.series);
+    tables = GnsTables(gns, o);
+  } else if (what == "scaling") {
+    ScalingSection s = AnalyzeScaling(sweep, o);
+    j["scaling"] = ScalingJson(s);
+    tables = ScalingTables(s);
+  } else {
+    BATCHLAB_ASSIGN_OR_RETURN(TargetSection target, AnalyzeTarget(sweep, o));
+    if (what == "target") {
+      j["target"] = TargetJson(target);
+      tables = TargetTables(target);
+    } else if (what == "crit") {
+      CritSection crit = AnalyzeCrit(target, AnalyzeGns(sweep, o), o);
+      j["crit"] = CritJson(crit);
+      tables = CritTables(crit);
+      std::vector<Table> best = TargetTables(target);
+      tables.push_back(best.front());
+    } else if (what == "pareto") {
+      ParetoSection p = AnalyzePareto(target);
+      j["pareto"] = ParetoJson(p);
+      tables = ParetoTables(p);
+    } else if (what == "project") {
+      ScalingSection s = AnalyzeScaling(sweep, o);
+      ProjectionSection p = AnalyzeProjection(sweep, target, s, o);
+      // A bad flag (e.g. --device-speedup) is the user's error: report it as such.
+      if (p.status.code() == StatusCode::kInvalidArgument) return p.status;
+      j["projection"] = ProjectionJson(p);
+      tables = ProjectionTables(p);
+    }
+  }
+  if (json) {
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("Sweep {} (version {}), {} runs\n\n", sweep.name, sweep.version, sweep.runs.size());
+    PrintTables(tables);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
   auto* analyze = app.add_subcommand("analyze", "Noise scale, critical batch, Pareto, scaling");
   AddVersionFlag(*analyze);
-  (void)ctx;
+  analyze->require_subcommand(1);
+  const std::pair<const char*, const char*> kinds[] = {
+      {"gns", "Gradient noise scale B_simple per run (McCandlish et al. 2018, App. A)"},
+      {"target", "Steps, samples, seconds and compute to the target; best per batch size"},
+      {"crit", "Critical batch size: fit of S = S_min(1 + B_crit/B), with bootstrap CI"},
+      {"pareto", "Pareto frontier of time vs compute to the target"},
+      {"scaling", "Throughput, strong/weak scaling efficiency, comm fraction, alpha-beta fit"},
+      {"project", "MODEL: time per step and to target on K = 1..1024 nodes of a cluster profile"},
+  };
+  for (const auto& [name, help] : kinds) {
+    auto flags = std::make_shared<AnalyzeFlags>();
+    auto* cmd = analyze->add_subcommand(name, help);
+    AddVersionFlag(*cmd);
+    cmd->add_option("--sweep", flags->sweep, "Sweep name")->required();
+    cmd->add_option("--sweep-version", flags->version, "Sweep version (default: the latest)")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--format", flags->format, "Output format")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"table", "json"}));
+    if (std::string(name) == "gns") {
+      cmd->add_flag("--series", flags->series, "Include each run's smoothed series (json)");
+    }
+    AddStudyFlags(*cmd, flags->study);
+    const std::string what = name;
+    cmd->callback([flags, what, &ctx] { ctx.status = Run(what, *flags, ctx.db_path); });
+  }
 }
+
 }  // namespace batchlab::cli

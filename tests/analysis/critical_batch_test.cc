@@ -32,8 +32,8 @@ TEST(CriticalBatchTest, ExactDataGiveExactParameters) {
   EXPECT_NEAR(fit->e_min.value, kEMin, 1e-6 * kEMin);
   EXPECT_NEAR(fit->b_crit.value, kBNoise, 1e-6 * kBNoise);
   EXPECT_LT(fit->rms_relative_residual, 1e-9);
-  EXPECT_NEAR(fit->StepsAt(300), 2 * kSMin, 1e-6);      // S(B_crit) = 2 S_min
-  EXPECT_NEAR(fit->ExamplesAt(300), 2 * kEMin, 1e-3);   // E(B_crit) = 2 E_min
+  EXPECT_NEAR(fit->StepsAt(300), 2 * kSMin, 1e-6);     // S(B_crit) = 2 S_min
+  EXPECT_NEAR(fit->ExamplesAt(300), 2 * kEMin, 1e-3);  // E(B_crit) = 2 E_min
   EXPECT_EQ(fit->batch_sizes, 9);
   EXPECT_EQ(fit->bootstrap, "residuals");
   EXPECT_FALSE(fit->b_crit_outside_sweep);

@@ -18,7 +18,8 @@ RunData TimedRun(const std::string& id, int64_t batch, int world, double step_s,
   r.nodes = world;
   r.local_batch_size = batch / world;
   r.parameters = parameters;
-  r.params = {{"batch_size", std::to_string(batch)}, {"nodes", std::to_string(world)},
+  r.params = {{"batch_size", std::to_string(batch)},
+              {"nodes", std::to_string(world)},
               {"model.name", "\"mlp\""}};
   Series step, comm;
   for (int64_t s = 1; s <= 20; ++s) {
@@ -68,8 +69,8 @@ TEST(AlphaBetaFitTest, OneDesignCannotSeparateLatencyFromBandwidth) {
 
 TEST(AlphaBetaFitTest, PureLatencyDataClampBandwidthTermAtZero) {
   // Time independent of bytes and ∝ (K−1): the unconstrained fit could go negative on 1/β.
-  std::vector<AllreduceObservation> obs = {{2, 1e6, 2e-3}, {4, 1e6, 6e-3}, {2, 1e7, 1.9e-3},
-                                           {4, 1e7, 5.8e-3}};
+  std::vector<AllreduceObservation> obs = {
+      {2, 1e6, 2e-3}, {4, 1e6, 6e-3}, {2, 1e7, 1.9e-3}, {4, 1e7, 5.8e-3}};
   StatusOr<AlphaBetaFit> fit = FitRingAllreduce(obs);
   ASSERT_TRUE(fit.ok());
   EXPECT_GE(fit->alpha_seconds, 0);
@@ -79,10 +80,10 @@ TEST(AlphaBetaFitTest, PureLatencyDataClampBandwidthTermAtZero) {
 
 TEST(ScalingTest, StrongAndWeakSpeedupAndEfficiency) {
   std::vector<RunData> runs = {
-      TimedRun("s1", 256, 1, 1.0, 0.0),   // 256 samples/s
-      TimedRun("s2", 256, 2, 0.64, 0.1),  // 400 samples/s: speedup 1.5625, efficiency 0.78125
-      TimedRun("s4", 256, 4, 0.4, 0.2),   // 640 samples/s: speedup 2.5, efficiency 0.625
-      TimedRun("w2", 512, 2, 1.25, 0.25), // b_local 256 on 2 ranks: 409.6 samples/s
+      TimedRun("s1", 256, 1, 1.0, 0.0),    // 256 samples/s
+      TimedRun("s2", 256, 2, 0.64, 0.1),   // 400 samples/s: speedup 1.5625, efficiency 0.78125
+      TimedRun("s4", 256, 4, 0.4, 0.2),    // 640 samples/s: speedup 2.5, efficiency 0.625
+      TimedRun("w2", 512, 2, 1.25, 0.25),  // b_local 256 on 2 ranks: 409.6 samples/s
   };
   std::vector<RunTiming> t = RunTimings(runs, 5);
   ASSERT_EQ(t.size(), 4u);

@@ -98,8 +98,7 @@ TEST(FindTargetHitTest, OutcomesAreReportedNotDropped) {
   RunData nan_loss = MakeRun("a", 64, 0.1, 1, {0.5});
   nan_loss.metrics["loss"] = {{1, 2}, {2.3, std::numeric_limits<double>::quiet_NaN()}};
   EXPECT_EQ(FindTargetHit(nan_loss, t).status, HitStatus::kDiverged);
-  EXPECT_EQ(FindTargetHit(MakeRun("a", 64, 0.1, 1, {0.5}, "failed"), t).status,
-            HitStatus::kFailed);
+  EXPECT_EQ(FindTargetHit(MakeRun("a", 64, 0.1, 1, {0.5}, "failed"), t).status, HitStatus::kFailed);
   EXPECT_EQ(FindTargetHit(MakeRun("a", 64, 0.1, 1, {0.5}, "running"), t).status,
             HitStatus::kUnfinished);
   EXPECT_EQ(FindTargetHit(MakeRun("a", 64, 0.1, 1, {0.5}), *ParseTarget("bleu>=1")).status,

@@ -9,7 +9,8 @@
 //     with c = 1e-4 s/sample, o = 2e-3 s, α = 1e-4 s, β = 1e8 B/s, P = 12730 (mlp [16])
 //   gns_*: drawn from the noisy quadratic model (d = 100, noise 60 → B_simple ≈ 190.4) at
 //     b_small = B/K, b_big = B for K > 1 (not logged for K = 1)
-// The B=512, lr=0.05, K=4 run diverges (state diverged, loss 1e30) and B=32, lr=0.05, K=4 is still pending.
+// The B=512, lr=0.05, K=4 run diverges (state diverged, loss 1e30) and B=32, lr=0.05, K=4 is still
+// pending.
 //
 //   TempDir dir;
 //   SyntheticSweep truth = WriteSyntheticSweep(dir.File("batchlab.db"), dir.path());
@@ -102,8 +103,8 @@ inline SyntheticSweep WriteSyntheticSweep(const std::string& db_path,
         }
         const int target_steps = SyntheticSweep::StepsTo(batch, lr, truth.s_min, truth.b_noise);
         const int total = diverge ? 5 : target_steps + 3;
-        const double comm = RingAllreduceSeconds(k, GradientBytes(truth.parameters), truth.alpha,
-                                                 truth.beta);
+        const double comm =
+            RingAllreduceSeconds(k, GradientBytes(truth.parameters), truth.alpha, truth.beta);
         const double step_s = truth.c * batch / k + truth.o + comm;
         const std::string path = (dir / (id + ".jsonl")).string();
         std::ofstream out(path);
@@ -115,8 +116,9 @@ inline SyntheticSweep WriteSyntheticSweep(const std::string& db_path,
           std::string gns;
           if (k > 1) {
             GnsSample g = nqm.Sample(s, static_cast<double>(batch / k), k);
-            gns = fmt::format(R"(,"gns_b_small":{},"gns_b_big":{},"gns_sq_small":{},"gns_sq_big":{})",
-                              g.b_small, g.b_big, g.sq_small, g.sq_big);
+            gns =
+                fmt::format(R"(,"gns_b_small":{},"gns_b_big":{},"gns_sq_small":{},"gns_sq_big":{})",
+                            g.b_small, g.b_big, g.sq_small, g.sq_big);
           }
           // A diverging runner stops at a huge (still finite, JSON has no NaN) loss.
           const double loss = diverge && s == total ? 1e30 : 2.3 / s;

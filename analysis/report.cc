@@ -1,0 +1,237 @@
+// Report rendering (see report.h).
+#include "analysis/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/core.h>
+
+#include "analysis/study_tables.h"
+#include "analysis/svg_plot.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+std::string N(double v) { return FormatNumber(v); }
+
+// The headline findings, one sentence each (shared by Markdown and HTML).
+std::vector<std::string> Summary(const Study& s) {
+  std::vector<std::string> out;
+  std::string states;
+  for (const auto& [state, n] : s.states)
+    states += fmt::format("{}{} {}", states.empty() ? "" : ", ", n, state);
+  out.push_back(
+      fmt::format("{} runs ({}); target {}.", s.runs, states, s.target.target.ToString()));
+  int reached = 0;
+  for (const TargetHit& h : s.target.hits) reached += h.status == HitStatus::kReached;
+  out.push_back(fmt::format("{} of {} runs reached the target.", reached, s.runs));
+  if (s.crit.status.ok()) {
+    const CritFit& f = s.crit.fit;
+    out.push_back(fmt::format(
+        "Critical batch size B_crit = {} ({:.0f}% CI {} to {}); S_min = {} steps, E_min = {} "
+        "samples.",
+        N(f.b_crit.value), 100 * f.b_crit.confidence, N(f.b_crit.low), N(f.b_crit.high),
+        N(f.s_min.value), N(f.e_min.value)));
+  } else {
+    out.push_back("Critical batch size not fitted: " + s.crit.status.message());
+  }
+  if (s.gns.median) {
+    std::string ratio;
+    if (s.crit.b_simple_ratio) ratio = fmt::format(" ({}x B_crit)", N(*s.crit.b_simple_ratio));
+    out.push_back(fmt::format("Gradient noise scale B_simple: median {} over {} runs{}.",
+                              N(*s.gns.median), s.gns.runs.size(), ratio));
+  }
+  if (!s.pareto.frontier.empty()) {
+    const TargetHit& fast = *s.pareto.hits[s.pareto.frontier.front()];
+    const TargetHit& cheap = *s.pareto.hits[s.pareto.frontier.back()];
+    out.push_back(fmt::format(
+        "Fastest to target: {} in {} s; cheapest: {} with {} rank-seconds ({} runs on the "
+        "frontier).",
+        fast.label, N(fast.seconds), cheap.label, N(cheap.compute), s.pareto.frontier.size()));
+  }
+  if (!s.scaling.alpha_beta_status.ok()) {
+    out.push_back("Alpha-beta fit: " + s.scaling.alpha_beta_status.message());
+  } else {
+    out.push_back(fmt::format("Measured allreduce: alpha = {} s, beta = {} GB/s.",
+                              N(s.scaling.alpha_beta.alpha_seconds),
+                              N(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9)));
+  }
+  return out;
+}
+
+std::vector<std::string> Charts(const Study& s) {
+  std::vector<std::string> charts;
+  const char* kBlue = "#1f77b4";
+  const char* kRed = "#d62728";
+  const char* kGray = "#999999";
+  {  // Steps to target vs batch size, with the fit.
+    SvgPlot p("Steps to target vs batch size", "batch size", "steps", true, true);
+    std::vector<double> x, y;
+    for (const BatchBest& b : s.target.best) {
+      for (double st : b.seed_steps) {
+        x.push_back(static_cast<double>(b.batch_size));
+        y.push_back(st);
+      }
+    }
+    p.AddPoints("best configuration per batch size", x, y, kBlue);
+    if (s.crit.status.ok() && !x.empty()) {
+      std::vector<double> fx, fy;
+      const double lo = *std::min_element(x.begin(), x.end()) / 2;
+      const double hi = *std::max_element(x.begin(), x.end()) * 2;
+      for (int i = 0; i <= 60; ++i) {
+        const double b = lo * std::pow(hi / lo, i / 60.0);
+        fx.push_back(b);
+        fy.push_back(s.crit.fit.StepsAt(b));
+      }
+      p.AddLine("fit S_min (1 + B_crit / B)", fx, fy, kRed);
+    }
+    charts.push_back(p.Render(640, 400));
+  }
+  {  // Pareto.
+    SvgPlot p("Time vs compute to target", "compute (rank-seconds)", "seconds", true, true);
+    std::vector<double> x, y, fx, fy;
+    for (const ParetoPoint& q : s.pareto.points) {
+      x.push_back(q.compute);
+      y.push_back(q.time);
+    }
+    for (size_t i : s.pareto.frontier) {
+      fx.push_back(s.pareto.points[i].compute);
+      fy.push_back(s.pareto.points[i].time);
+    }
+    p.AddPoints("runs that reached the target", x, y, kGray);
+    p.AddLine("Pareto frontier", fx, fy, kRed);
+    charts.push_back(p.Render(640, 400));
+  }
+  if (!s.gns.runs.empty()) {  // GNS series.
+    SvgPlot p("Smoothed B_simple over training", "step", "B_simple", false, true);
+    const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                            "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+    int shown = 0;
+    for (const GnsRun& r : s.gns.runs) {
+      if (r.series.empty() || shown == 8) continue;
+      std::vector<double> x, y;
+      for (const GnsPoint& q : r.series) {
+        x.push_back(static_cast<double>(q.step));
+        y.push_back(q.b_simple);
+      }
+      p.AddLine(r.label, x, y, colors[shown++]);
+    }
+    charts.push_back(p.Render(640, 400));
+  }
+  if (s.projection.status.ok() && !s.projection.points.empty()) {
+    SvgPlot p("PROJECTED time vs compute (" + s.projection.profile.name + ", a model)",
+              "compute (rank-seconds)", "seconds", true, true);
+    std::vector<double> x, y, fx, fy;
+    for (const ProjectedPoint& q : s.projection.points) {
+      (q.on_frontier ? fx : x).push_back(q.compute);
+      (q.on_frontier ? fy : y).push_back(q.time_to_target);
+    }
+    p.AddPoints("projected (K, B)", x, y, kGray);
+    p.AddPoints("projected frontier", fx, fy, kRed);
+    charts.push_back(p.Render(640, 400));
+  }
+  return charts;
+}
+
+Status WriteFile(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      return InternalError(
+          fmt::format("could not write {} (disk full or no permission?)", tmp.string()));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return InternalError(fmt::format("could not rename {}: {}", tmp.string(), ec.message()));
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
+  Study s;
+  s.sweep = sweep.name;
+  s.version = sweep.version;
+  s.runs = static_cast<int>(sweep.runs.size());
+  for (const RunData& r : sweep.runs) ++s.states[r.state.empty() ? "unknown" : r.state];
+  s.options = options;
+  BATCHLAB_ASSIGN_OR_RETURN(s.target, AnalyzeTarget(sweep, options));
+  s.gns = AnalyzeGns(sweep, options);
+  s.crit = AnalyzeCrit(s.target, s.gns, options);
+  s.scaling = AnalyzeScaling(sweep, options);
+  s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
+  s.pareto = AnalyzePareto(s.target);  // last: points into s.target, which no longer moves here
+  return s;
+}
+
+std::vector<Table> StudyTables(const Study& s) {
+  std::vector<Table> out;
+  for (auto&& group :
+       {TargetTables(s.target), CritTables(s.crit), GnsTables(s.gns, s.options),
+        ParetoTables(s.pareto), ScalingTables(s.scaling), ProjectionTables(s.projection)}) {
+    out.insert(out.end(), group.begin(), group.end());
+  }
+  return out;
+}
+
+std::string RenderMarkdown(const Study& s) {
+  std::string md = fmt::format("# batchlab report: sweep {} (version {})\n\n", s.sweep, s.version);
+  md += "## Summary\n\n";
+  for (const std::string& line : Summary(s)) md += "- " + line + "\n";
+  md +=
+      "\nMethods, formulas and their sources: docs/methods.md. Projections are a model, not "
+      "measurements.\n\n## Results\n\n";
+  for (const Table& t : StudyTables(s)) md += t.ToMarkdown();
+  return md;
+}
+
+std::string RenderHtml(const Study& s) {
+  std::string h = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>batchlab report: {0}</title>\n<style>body{{font-family:sans-serif;max-width:1100px;"
+      "margin:2em auto;padding:0 1em}}table{{border-collapse:collapse;font-size:12px;margin:.5em "
+      "0}}"
+      "td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}th{{background:#f3f3f3}}"
+      "p{{font-size:13px}}svg{{margin:.5em 1em .5em 0}}</style></head><body>\n"
+      "<h1>batchlab report: sweep {0} (version {1})</h1>\n<h2>Summary</h2>\n<ul>\n",
+      HtmlEscape(s.sweep), s.version);
+  for (const std::string& line : Summary(s)) h += "<li>" + HtmlEscape(line) + "</li>\n";
+  h += "</ul>\n<p>Methods, formulas and their sources: docs/methods.md. Projections are a model, "
+       "not measurements.</p>\n<h2>Charts</h2>\n<div>\n";
+  for (const std::string& svg : Charts(s)) h += svg;
+  h += "</div>\n<h2>Results</h2>\n";
+  for (const Table& t : StudyTables(s)) h += t.ToHtml();
+  return h + "</body></html>\n";
+}
+
+StatusOr<std::vector<std::string>> WriteReport(const Study& study, const std::string& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    return InvalidArgumentError(
+        fmt::format("--out {}: cannot create the directory: {}", out_dir, ec.message()));
+  }
+  const std::filesystem::path dir(out_dir);
+  std::vector<std::string> written;
+  auto put = [&](const std::string& name, const std::string& text) -> Status {
+    const std::filesystem::path p = dir / name;
+    BATCHLAB_RETURN_IF_ERROR(WriteFile(p, text));
+    written.push_back(p.string());
+    return OkStatus();
+  };
+  BATCHLAB_RETURN_IF_ERROR(put("report.md", RenderMarkdown(study)));
+  BATCHLAB_RETURN_IF_ERROR(put("report.html", RenderHtml(study)));
+  for (const Table& t : StudyTables(study)) {
+    BATCHLAB_RETURN_IF_ERROR(put(t.name + ".csv", t.ToCsv()));
+  }
+  return written;
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,57 @@
+// The scaling report of one sweep: every analysis section as report.md, report.html (tables plus
+// inline SVG charts, one self-contained file) and one CSV per table.
+//
+//   BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep(db, "quickstart", {}));
+//   BATCHLAB_ASSIGN_OR_RETURN(Study study, RunStudy(sweep, StudyOptions{}));
+//   BATCHLAB_ASSIGN_OR_RETURN(auto files, WriteReport(study, "report/"));
+//   // files: report/report.html, report/report.md, report/steps_to_target.csv, ...
+#ifndef BATCHLAB_ANALYSIS_REPORT_H_
+#define BATCHLAB_ANALYSIS_REPORT_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/study.h"
+#include "analysis/table.h"
+#include "base/status.h"
+
+namespace batchlab::analysis {
+
+// Every section of one sweep. Move-only in effect: `pareto` points into `target`.
+struct Study {
+  std::string sweep;
+  int version = 0;
+  int runs = 0;
+  std::map<std::string, int> states;  // run state -> count
+  StudyOptions options;
+  GnsSection gns;
+  TargetSection target;
+  CritSection crit;
+  ParetoSection pareto;
+  ScalingSection scaling;
+  ProjectionSection projection;
+
+  Study() = default;
+  Study(Study&&) = default;
+  Study& operator=(Study&&) = default;
+  Study(const Study&) = delete;
+  Study& operator=(const Study&) = delete;
+};
+
+// InvalidArgument when no target is given or configured (see ResolveTarget).
+StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options);
+
+// Every table of the study, in report order.
+std::vector<Table> StudyTables(const Study& study);
+
+std::string RenderMarkdown(const Study& study);
+std::string RenderHtml(const Study& study);
+
+// Creates `out_dir` if needed and writes report.md, report.html and <table>.csv files (each
+// through a temporary file renamed into place); returns the paths written.
+StatusOr<std::vector<std::string>> WriteReport(const Study& study, const std::string& out_dir);
+
+}  // namespace batchlab::analysis
+
+#endif  // BATCHLAB_ANALYSIS_REPORT_H_

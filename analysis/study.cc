@@ -1,0 +1,175 @@
+// The analyses of a loaded sweep, section by section (see study.h).
+#include "analysis/study.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/core.h>
+
+namespace batchlab::analysis {
+
+StatusOr<Target> ResolveTarget(const SweepData& sweep, const StudyOptions& options) {
+  if (!options.target.empty()) return ParseTarget(options.target);
+  if (!sweep.target.empty()) return ParseTarget(sweep.target);
+  return InvalidArgumentError(fmt::format(
+      "sweep '{}' sets no target in its runs' configs; pass --target METRIC OP VALUE, e.g. "
+      "--target 'test_accuracy>=0.85'",
+      sweep.name));
+}
+
+GnsSection AnalyzeGns(const SweepData& sweep, const StudyOptions& options) {
+  GnsSection out;
+  std::map<std::string, std::vector<double>> by_config;
+  std::map<std::string, std::string> labels;
+  std::vector<double> values;
+  GnsOptions g;
+  g.from_step = options.from_step;
+  g.to_step = options.to_step;
+  g.resamples = options.resamples;
+  g.confidence = options.confidence;
+  g.seed = options.seed;
+  for (const RunData& run : sweep.runs) {
+    const std::vector<GnsSample> samples = GnsSamplesOf(run);
+    if (samples.empty()) continue;
+    GnsRun r;
+    r.run_id = run.id;
+    r.label = RunLabel(run);
+    r.config_key = ConfigKey(run, {"seed"});
+    r.batch_size = run.batch_size;
+    r.world_size = run.world_size;
+    StatusOr<std::vector<GnsPoint>> series = GnsSeries(samples, options.beta);
+    if (series.ok()) r.series = std::move(*series);
+    StatusOr<GnsEstimate> est = EstimateGns(samples, g);
+    if (!series.ok()) {
+      r.status = series.status();
+    } else if (!est.ok()) {
+      r.status = est.status();
+    } else {
+      r.estimate = *est;
+      values.push_back(est->b_simple.value);
+      by_config[r.config_key].push_back(est->b_simple.value);
+      labels[r.config_key] = r.label;
+    }
+    out.runs.push_back(std::move(r));
+  }
+  for (const auto& [key, v] : by_config) {
+    if (v.size() >= 2) out.seeds.push_back({key, labels[key], SpreadAcrossSeeds(v)});
+  }
+  if (!values.empty()) {
+    out.median = Quantile(values, 0.5);
+    out.min = values.front();  // Quantile sorted them
+    out.max = values.back();
+  }
+  return out;
+}
+
+StatusOr<TargetSection> AnalyzeTarget(const SweepData& sweep, const StudyOptions& options) {
+  TargetSection out;
+  BATCHLAB_ASSIGN_OR_RETURN(out.target, ResolveTarget(sweep, options));
+  out.hits = FindTargetHits(sweep.runs, out.target);
+  out.best = BestPerBatchSize(out.hits);
+  return out;
+}
+
+CritSection AnalyzeCrit(const TargetSection& target, const GnsSection& gns,
+                        const StudyOptions& options) {
+  CritSection out;
+  CritOptions c;
+  c.resamples = options.resamples;
+  c.confidence = options.confidence;
+  c.seed = options.seed;
+  StatusOr<CritFit> fit = FitCriticalBatch(StepsPointsOf(target.best), c);
+  out.b_simple = gns.median;
+  if (!fit.ok()) {
+    out.status = fit.status().WithContext(
+        fmt::format("critical batch size for target {}", target.target.ToString()));
+    return out;
+  }
+  out.fit = *fit;
+  for (const BatchBest& b : target.best) {
+    out.regions.push_back(
+        {b.batch_size, RegionOf(static_cast<double>(b.batch_size), out.fit.b_crit.value)});
+  }
+  if (out.b_simple) out.b_simple_ratio = *out.b_simple / out.fit.b_crit.value;
+  return out;
+}
+
+ParetoSection AnalyzePareto(const TargetSection& target) {
+  ParetoSection out;
+  for (const TargetHit& h : target.hits) {
+    if (h.status != HitStatus::kReached) continue;
+    out.points.push_back({h.run_id, h.label, h.seconds, h.compute});
+    out.hits.push_back(&h);
+  }
+  out.frontier = ParetoFrontier(out.points);
+  return out;
+}
+
+ScalingSection AnalyzeScaling(const SweepData& sweep, const StudyOptions& options) {
+  ScalingSection out;
+  out.timings = RunTimings(sweep.runs, options.skip_steps);
+  if (options.parameters > 0) {
+    for (RunTiming& t : out.timings) t.parameters = options.parameters;
+  }
+  out.strong = StrongScaling(out.timings);
+  out.weak = WeakScaling(out.timings);
+  StatusOr<AlphaBetaFit> ab = FitRingAllreduce(AllreduceObservationsOf(out.timings));
+  if (ab.ok()) {
+    out.alpha_beta = *ab;
+  } else {
+    out.alpha_beta_status = ab.status();
+  }
+  return out;
+}
+
+ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection& target,
+                                    const ScalingSection& scaling, const StudyOptions& options) {
+  ProjectionSection out;
+  StatusOr<ClusterProfile> profile = FindClusterProfile(options.profile);
+  if (!profile.ok()) {
+    out.status = profile.status();
+    return out;
+  }
+  out.profile = *profile;
+  if (!(options.device_speedup > 0)) {
+    out.status = InvalidArgumentError(fmt::format(
+        "--device-speedup {} must be positive (1 = the measured machine)", options.device_speedup));
+    return out;
+  }
+  if (options.max_world_size < 1) {
+    out.status = InvalidArgumentError(
+        fmt::format("--max-nodes {} must be at least 1", options.max_world_size));
+    return out;
+  }
+  StatusOr<ComputeModel> compute = FitComputeModel(scaling.timings);
+  if (!compute.ok()) {
+    out.status = compute.status();
+    return out;
+  }
+  out.compute = *compute;
+  out.compute.speedup = options.device_speedup;
+  out.parameters = options.parameters;
+  for (const RunData& r : sweep.runs) {
+    if (out.parameters == 0) out.parameters = r.parameters;
+  }
+  if (out.parameters <= 0) {
+    out.status = FailedPreconditionError(
+        "the model size is unknown for this sweep's model; pass --parameters N (the `parameters` "
+        "field of the runner's start line)");
+    return out;
+  }
+  std::vector<StepsAtBatch> steps;
+  for (const BatchBest& b : target.best) {
+    if (b.best) steps.push_back({b.batch_size, b.best_steps});
+  }
+  if (steps.empty()) {
+    out.status = FailedPreconditionError(
+        fmt::format("no run reached the target {}, so there are no steps to target to project",
+                    target.target.ToString()));
+    return out;
+  }
+  out.points = Project(out.compute, out.profile, out.parameters, steps, options.max_world_size);
+  return out;
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,227 @@
+// JSON form of the study sections (see study_json.h).
+#include "analysis/study_json.h"
+
+#include <cmath>
+
+namespace batchlab::analysis {
+
+namespace {
+
+using nlohmann::json;
+
+json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json IntervalJson(const Interval& i) {
+  return {{"value", Num(i.value)},
+          {"low", Num(i.low)},
+          {"high", Num(i.high)},
+          {"confidence", i.confidence}};
+}
+
+json HitJson(const TargetHit& h) {
+  json j = {{"run_id", h.run_id},
+            {"label", h.label},
+            {"batch_size", h.batch_size},
+            {"world_size", h.world_size},
+            {"nodes", h.nodes},
+            {"seed", h.seed},
+            {"lr_rule", h.lr_rule},
+            {"optimizer", h.optimizer},
+            {"status", HitStatusName(h.status)}};
+  if (h.status == HitStatus::kReached) {
+    j["step"] = h.step;
+    j["samples"] = Num(h.samples);
+    j["seconds"] = Num(h.seconds);
+    j["compute"] = Num(h.compute);
+  }
+  return j;
+}
+
+json ScalingRowsJson(const std::vector<ScalingRow>& rows) {
+  json a = json::array();
+  for (const ScalingRow& r : rows) {
+    a.push_back({{"group", r.group},
+                 {"config", r.config_key},
+                 {"world_size", r.world_size},
+                 {"nodes", r.nodes},
+                 {"runs", r.runs},
+                 {"samples_per_second", Num(r.throughput)},
+                 {"speedup", Num(r.speedup)},
+                 {"efficiency", Num(r.efficiency)},
+                 {"comm_fraction", Num(r.comm_fraction)}});
+  }
+  return a;
+}
+
+}  // namespace
+
+json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_series) {
+  json runs = json::array();
+  for (const GnsRun& r : gns.runs) {
+    json j = {{"run_id", r.run_id},
+              {"label", r.label},
+              {"batch_size", r.batch_size},
+              {"world_size", r.world_size}};
+    if (r.status.ok()) {
+      j["b_simple"] = IntervalJson(r.estimate.b_simple);
+      j["g2"] = Num(r.estimate.g2);
+      j["trace"] = Num(r.estimate.trace);
+      j["samples"] = r.estimate.samples;
+      j["first_step"] = r.estimate.first_step;
+      j["last_step"] = r.estimate.last_step;
+    } else {
+      j["error"] = r.status.message();
+    }
+    if (!r.series.empty()) j["smoothed_last"] = Num(r.series.back().b_simple);
+    if (include_series) {
+      json s = json::array();
+      for (const GnsPoint& p : r.series) {
+        s.push_back({{"step", p.step},
+                     {"g2", Num(p.g2)},
+                     {"trace", Num(p.trace)},
+                     {"b_simple", Num(p.b_simple)}});
+      }
+      j["series"] = s;
+    }
+    runs.push_back(j);
+  }
+  json seeds = json::array();
+  for (const GnsConfigSpread& c : gns.seeds) {
+    seeds.push_back({{"config", c.config_key},
+                     {"label", c.label},
+                     {"seeds", c.spread.n},
+                     {"mean", Num(c.spread.mean)},
+                     {"stddev", Num(c.spread.stddev)},
+                     {"min", Num(c.spread.min)},
+                     {"max", Num(c.spread.max)}});
+  }
+  json out = {{"beta", options.beta},
+              {"from_step", options.from_step},
+              {"resamples", options.resamples},
+              {"runs", runs},
+              {"seeds", seeds}};
+  if (gns.median) {
+    out["median"] = Num(*gns.median);
+    out["min"] = Num(*gns.min);
+    out["max"] = Num(*gns.max);
+  }
+  return out;
+}
+
+json TargetJson(const TargetSection& t) {
+  json runs = json::array();
+  for (const TargetHit& h : t.hits) runs.push_back(HitJson(h));
+  json best = json::array();
+  for (const BatchBest& b : t.best) {
+    json j = {{"batch_size", b.batch_size},       {"runs", b.runs},          {"reached", b.reached},
+              {"never_reached", b.never_reached}, {"diverged", b.diverged},  {"failed", b.failed},
+              {"unfinished", b.unfinished},       {"no_metric", b.no_metric}};
+    if (b.best) {
+      j["best_steps"] = Num(b.best_steps);
+      j["best_samples"] = Num(b.best_samples);
+      j["seed_steps"] = b.seed_steps;
+      j["best_run"] = HitJson(*b.best);
+    } else {
+      j["best_steps"] = nullptr;
+    }
+    best.push_back(j);
+  }
+  return {{"target", t.target.ToString()}, {"per_batch_size", best}, {"runs", runs}};
+}
+
+json CritJson(const CritSection& c) {
+  json out;
+  if (c.b_simple) out["b_simple"] = Num(*c.b_simple);
+  if (!c.status.ok()) {
+    out["error"] = c.status.message();
+    return out;
+  }
+  const CritFit& f = c.fit;
+  out["s_min"] = IntervalJson(f.s_min);
+  out["e_min"] = IntervalJson(f.e_min);
+  out["b_crit"] = IntervalJson(f.b_crit);
+  out["b_crit_outside_sweep"] = f.b_crit_outside_sweep;
+  out["bootstrap"] = f.bootstrap;
+  out["resamples"] = f.resamples;
+  out["points"] = f.points;
+  out["batch_sizes"] = f.batch_sizes;
+  out["rms_relative_residual"] = Num(f.rms_relative_residual);
+  if (c.b_simple_ratio) out["b_simple_over_b_crit"] = Num(*c.b_simple_ratio);
+  json res = json::array();
+  for (const CritResidual& r : f.residuals) {
+    res.push_back({{"batch_size", r.batch_size},
+                   {"steps", r.steps},
+                   {"fitted", Num(r.fitted)},
+                   {"relative", Num(r.relative)},
+                   {"region", RegionName(RegionOf(r.batch_size, f.b_crit.value))}});
+  }
+  out["residuals"] = res;
+  return out;
+}
+
+json ParetoJson(const ParetoSection& p) {
+  json front = json::array();
+  for (size_t i : p.frontier) front.push_back(HitJson(*p.hits[i]));
+  return {{"frontier", front}, {"points", p.points.size()}};
+}
+
+json ScalingJson(const ScalingSection& s) {
+  json runs = json::array();
+  for (const RunTiming& t : s.timings) {
+    runs.push_back({{"run_id", t.run_id},
+                    {"label", t.label},
+                    {"world_size", t.world_size},
+                    {"batch_size", t.batch_size},
+                    {"local_batch_size", t.local_batch_size},
+                    {"steps", t.steps},
+                    {"step_seconds", Num(t.step_seconds)},
+                    {"comm_seconds", Num(t.comm_seconds)},
+                    {"samples_per_second", Num(t.throughput)},
+                    {"comm_fraction", Num(t.comm_fraction)},
+                    {"bus_bandwidth", Num(t.bus_bandwidth)}});
+  }
+  json out = {
+      {"strong", ScalingRowsJson(s.strong)}, {"weak", ScalingRowsJson(s.weak)}, {"runs", runs}};
+  if (s.alpha_beta_status.ok()) {
+    out["alpha_beta"] = {{"alpha_seconds", Num(s.alpha_beta.alpha_seconds)},
+                         {"beta_bytes_per_second", Num(s.alpha_beta.bandwidth_bytes_per_second)},
+                         {"rms_residual_seconds", Num(s.alpha_beta.rms_residual_seconds)},
+                         {"observations", s.alpha_beta.observations}};
+  } else {
+    out["alpha_beta"] = {{"error", s.alpha_beta_status.message()}};
+  }
+  return out;
+}
+
+json ProjectionJson(const ProjectionSection& p) {
+  json out = {{"model", true}, {"profile", p.profile.name}};
+  if (!p.status.ok()) {
+    out["error"] = p.status.message();
+    return out;
+  }
+  out["profile_detail"] = {{"description", p.profile.description},
+                           {"source", p.profile.source},
+                           {"alpha_seconds", p.profile.alpha_seconds},
+                           {"beta_bytes_per_second", p.profile.bandwidth_bytes_per_second}};
+  out["compute"] = {{"seconds_per_sample", Num(p.compute.seconds_per_sample)},
+                    {"seconds_per_step", Num(p.compute.seconds_per_step)},
+                    {"runs", p.compute.runs},
+                    {"device_speedup", Num(p.compute.speedup)}};
+  out["parameters"] = p.parameters;
+  json pts = json::array();
+  for (const ProjectedPoint& x : p.points) {
+    pts.push_back({{"world_size", x.world_size},
+                   {"batch_size", x.batch_size},
+                   {"compute_seconds", Num(x.compute_seconds)},
+                   {"comm_seconds", Num(x.comm_seconds)},
+                   {"step_seconds", Num(x.step_seconds)},
+                   {"steps", Num(x.steps)},
+                   {"time_to_target", Num(x.time_to_target)},
+                   {"compute", Num(x.compute)},
+                   {"on_frontier", x.on_frontier}});
+  }
+  out["points"] = pts;
+  return out;
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,239 @@
+// Tables of the study sections (see study_tables.h).
+#include "analysis/study_tables.h"
+
+#include <fmt/core.h>
+
+namespace batchlab::analysis {
+
+namespace {
+
+std::string N(double v) { return FormatNumber(v); }
+std::string I(int64_t v) { return std::to_string(v); }
+std::string Pct(double v) { return FormatNumber(100 * v, 3) + "%"; }
+
+std::string Window(const StudyOptions& o) {
+  const bool open_end = o.to_step == std::numeric_limits<int64_t>::max();
+  return fmt::format("steps [{}, {}]", o.from_step, open_end ? "end" : std::to_string(o.to_step));
+}
+
+}  // namespace
+
+std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options) {
+  Table t{"gns",
+          "Gradient noise scale B_simple per run",
+          {"run_id", "run", "B_simple", "ci_low", "ci_high", "|G|^2", "tr(Sigma)", "samples",
+           "smoothed_last", "status"},
+          {},
+          {}};
+  for (const GnsRun& r : gns.runs) {
+    const std::string last = r.series.empty() ? "" : N(r.series.back().b_simple);
+    if (r.status.ok()) {
+      const GnsEstimate& e = r.estimate;
+      t.rows.push_back({r.run_id, r.label, N(e.b_simple.value), N(e.b_simple.low),
+                        N(e.b_simple.high), N(e.g2), N(e.trace), I(e.samples), last, "ok"});
+    } else {
+      t.rows.push_back({r.run_id, r.label, "", "", "", "", "", "", last, r.status.message()});
+    }
+  }
+  t.notes.push_back(fmt::format(
+      "B_simple = tr(Sigma)/|G|^2 from the unbiased two-batch estimates (McCandlish et al. 2018, "
+      "App. A): ratio of their means over {}, {:.0f}% moving-block bootstrap interval over steps "
+      "({} resamples); smoothed_last = ratio of the debiased EMAs (beta={}) at the last step.",
+      Window(options), 100 * options.confidence, options.resamples, options.beta));
+  if (gns.median) {
+    t.notes.push_back(fmt::format("Sweep B_simple: median {} over the runs (range {} to {}).",
+                                  N(*gns.median), N(*gns.min), N(*gns.max)));
+  } else if (gns.runs.empty()) {
+    t.notes.push_back(
+        "No run logged gns_* metrics: set gns.every_steps > 0 and use >1 rank or accumulation.");
+  }
+  std::vector<Table> out = {t};
+  if (!gns.seeds.empty()) {
+    Table s{"gns_seeds",
+            "B_simple across seeds",
+            {"config", "run", "seeds", "mean", "stddev", "min", "max"},
+            {},
+            {}};
+    for (const GnsConfigSpread& c : gns.seeds) {
+      s.rows.push_back({c.config_key, c.label, I(c.spread.n), N(c.spread.mean), N(c.spread.stddev),
+                        N(c.spread.min), N(c.spread.max)});
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Table> TargetTables(const TargetSection& target) {
+  const std::string tgt = target.target.ToString();
+  Table runs{"target_runs",
+             "Steps to target per run (" + tgt + ")",
+             {"run_id", "run", "status", "step", "samples", "seconds", "compute"},
+             {},
+             {}};
+  for (const TargetHit& h : target.hits) {
+    const bool ok = h.status == HitStatus::kReached;
+    runs.rows.push_back({h.run_id, h.label, HitStatusName(h.status), ok ? I(h.step) : "",
+                         ok ? N(h.samples) : "", ok ? N(h.seconds) : "", ok ? N(h.compute) : ""});
+  }
+  runs.notes.push_back(
+      "seconds = training time to the first evaluation meeting the target (sum of step_seconds); "
+      "compute = world_size x seconds (rank-seconds).");
+  Table best{"steps_to_target",
+             "Best steps to target per batch size (" + tgt + ")",
+             {"batch_size", "runs", "reached", "never_reached", "diverged", "failed", "unfinished",
+              "best_steps", "best_samples", "seeds", "best_run_id", "best_run"},
+             {},
+             {}};
+  for (const BatchBest& b : target.best) {
+    best.rows.push_back({I(b.batch_size), I(b.runs), I(b.reached), I(b.never_reached),
+                         I(b.diverged), I(b.failed), I(b.unfinished),
+                         b.best ? N(b.best_steps) : "not reached", b.best ? N(b.best_samples) : "",
+                         I(static_cast<int64_t>(b.seed_steps.size())), b.best ? b.best->run_id : "",
+                         b.best ? b.best->label : ""});
+  }
+  best.notes.push_back(
+      "Best over the other swept values (learning rate, rule, optimizer) as in Shallue et al. "
+      "2018; a configuration counts only if all its seeds reached the target (steps: seed mean).");
+  return {best, runs};
+}
+
+std::vector<Table> CritTables(const CritSection& crit) {
+  Table fit{"critical_batch",
+            "Critical batch size fit",
+            {"quantity", "value", "ci_low", "ci_high"},
+            {},
+            {}};
+  if (!crit.status.ok()) {
+    fit.notes.push_back("Not fitted: " + crit.status.message());
+    if (crit.b_simple) fit.notes.push_back("B_simple (median over runs) = " + N(*crit.b_simple));
+    return {fit};
+  }
+  const CritFit& f = crit.fit;
+  fit.rows.push_back({"S_min (steps)", N(f.s_min.value), N(f.s_min.low), N(f.s_min.high)});
+  fit.rows.push_back({"E_min (samples)", N(f.e_min.value), N(f.e_min.low), N(f.e_min.high)});
+  fit.rows.push_back(
+      {"B_crit = E_min/S_min", N(f.b_crit.value), N(f.b_crit.low), N(f.b_crit.high)});
+  if (crit.b_simple) {
+    fit.rows.push_back({"B_simple (median over runs)", N(*crit.b_simple), "", ""});
+    fit.rows.push_back({"B_simple / B_crit", N(*crit.b_simple_ratio), "", ""});
+  }
+  fit.notes.push_back(fmt::format(
+      "Fit of S = S_min (1 + B_crit/B), linear in 1/B with weights 1/S^2 (McCandlish et al. 2018 "
+      "eq. 2.11), over {} points at {} batch sizes; {:.0f}% bootstrap over {} ({} resamples); "
+      "RMS relative residual {}.",
+      f.points, f.batch_sizes, 100 * f.b_crit.confidence, f.bootstrap, f.resamples,
+      Pct(f.rms_relative_residual)));
+  if (f.b_crit_outside_sweep) {
+    fit.notes.push_back("B_crit lies outside the swept batch sizes: it is an extrapolation.");
+  }
+  if (crit.b_simple) {
+    fit.notes.push_back(
+        "McCandlish et al. report that B_simple predicts B_crit within about an order of "
+        "magnitude (ratio between 0.1 and 10).");
+  }
+  Table res{"critical_batch_residuals",
+            "Fit residuals and regions",
+            {"batch_size", "steps", "fitted", "relative_residual", "region"},
+            {},
+            {}};
+  for (const CritResidual& r : f.residuals) {
+    res.rows.push_back({N(r.batch_size), N(r.steps), N(r.fitted), Pct(r.relative),
+                        RegionName(RegionOf(r.batch_size, f.b_crit.value))});
+  }
+  res.notes.push_back(
+      "Regions: near-perfect scaling for B <= B_crit/10 (<= 10% more samples than E_min), maximal "
+      "data parallelism for B >= 10 B_crit (<= 10% more steps than S_min), diminishing returns "
+      "between.");
+  return {fit, res};
+}
+
+std::vector<Table> ParetoTables(const ParetoSection& p) {
+  Table t{"pareto",
+          "Pareto frontier: time vs compute to target",
+          {"rank", "run_id", "run", "seconds", "compute", "batch_size", "world_size", "nodes",
+           "lr_rule", "optimizer"},
+          {},
+          {}};
+  int rank = 1;
+  for (size_t i : p.frontier) {
+    const TargetHit& h = *p.hits[i];
+    t.rows.push_back({I(rank++), h.run_id, h.label, N(h.seconds), N(h.compute), I(h.batch_size),
+                      I(h.world_size), I(h.nodes), h.lr_rule, h.optimizer});
+  }
+  t.notes.push_back(fmt::format(
+      "{} of {} runs that reached the target are on the frontier (no other run is both faster "
+      "and cheaper); frontier order: fastest first. compute = world_size x seconds.",
+      p.frontier.size(), p.points.size()));
+  return {t};
+}
+
+std::vector<Table> ScalingTables(const ScalingSection& s) {
+  auto rows_of = [](const std::vector<ScalingRow>& rows, Table& t) {
+    for (const ScalingRow& r : rows) {
+      t.rows.push_back({r.group, r.config_key, I(r.world_size), I(r.nodes), I(r.runs),
+                        N(r.throughput), N(r.speedup), Pct(r.efficiency), Pct(r.comm_fraction)});
+    }
+  };
+  const std::vector<std::string> cols = {"group",   "config",     "world_size",
+                                         "nodes",   "runs",       "samples_per_s",
+                                         "speedup", "efficiency", "comm_fraction"};
+  Table strong{"scaling_strong", "Strong scaling (fixed global batch)", cols, {}, {}};
+  rows_of(s.strong, strong);
+  Table weak{"scaling_weak", "Weak scaling (fixed local batch)", cols, {}, {}};
+  rows_of(s.weak, weak);
+  strong.notes.push_back(
+      "speedup = X(K)/X(K0), efficiency = speedup/(K/K0), X = samples/s, K0 = the smallest "
+      "world size of the group.");
+  Table runs{"scaling_runs",
+             "Measured step timings per run",
+             {"run_id", "run", "world_size", "batch_size", "local_batch", "steps", "step_s",
+              "comm_s", "samples_per_s", "comm_fraction", "bus_bw_GB_s"},
+             {},
+             {}};
+  for (const RunTiming& t : s.timings) {
+    runs.rows.push_back({t.run_id, t.label, I(t.world_size), I(t.batch_size), I(t.local_batch_size),
+                         I(t.steps), N(t.step_seconds), N(t.comm_seconds), N(t.throughput),
+                         Pct(t.comm_fraction),
+                         t.bus_bandwidth > 0 ? N(t.bus_bandwidth / 1e9) : ""});
+  }
+  if (s.alpha_beta_status.ok()) {
+    runs.notes.push_back(fmt::format(
+        "Ring-allreduce fit t = 2(K-1) alpha + 2(K-1)/K n/beta over {} runs: alpha = {} s, beta = "
+        "{} GB/s, RMS residual {} s.",
+        s.alpha_beta.observations, N(s.alpha_beta.alpha_seconds),
+        N(s.alpha_beta.bandwidth_bytes_per_second / 1e9), N(s.alpha_beta.rms_residual_seconds)));
+  } else {
+    runs.notes.push_back("Ring-allreduce alpha-beta fit: " + s.alpha_beta_status.message());
+  }
+  return {strong, weak, runs};
+}
+
+std::vector<Table> ProjectionTables(const ProjectionSection& p) {
+  Table t{"projection",
+          "PROJECTION (a model, not a measurement): " + p.profile.name,
+          {"world_size", "batch_size", "compute_s", "comm_s", "step_s", "steps", "time_to_target_s",
+           "compute_rank_s", "frontier"},
+          {},
+          {}};
+  if (!p.status.ok()) {
+    t.notes.push_back("Not projected: " + p.status.message());
+    return {t};
+  }
+  for (const ProjectedPoint& x : p.points) {
+    t.rows.push_back({I(x.world_size), I(x.batch_size), N(x.compute_seconds), N(x.comm_seconds),
+                      N(x.step_seconds), N(x.steps), N(x.time_to_target), N(x.compute),
+                      x.on_frontier ? "yes" : ""});
+  }
+  t.notes.push_back(fmt::format(
+      "t_step = c B/K + o + 2(K-1) alpha + 2(K-1)/K n/beta with c = {} s/sample and o = {} s/step "
+      "fitted on {} measured runs (device speedup {}), n = {} bytes ({} fp32 parameters), and "
+      "profile {}: alpha = {} s, beta = {} GB/s ({}). Source: {}. Time to target = best measured "
+      "steps at B x t_step; compute = K x time. No overlap of communication with compute.",
+      N(p.compute.seconds_per_sample), N(p.compute.seconds_per_step), p.compute.runs,
+      N(p.compute.speedup), N(GradientBytes(p.parameters)), p.parameters, p.profile.name,
+      N(p.profile.alpha_seconds), N(p.profile.bandwidth_bytes_per_second / 1e9),
+      p.profile.description, p.profile.source));
+  return {t};
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,37 @@
+// A titled table of already-formatted cells, rendered as aligned text (CLI), Markdown, HTML or
+// CSV (report). The analyses build Tables in study_tables.h; nothing here knows what they hold.
+//
+//   Table t{"steps_to_target", "Steps to target", {"batch_size", "steps"}};
+//   t.rows.push_back({"256", FormatNumber(912.5)});
+//   t.notes.push_back("best over learning rates (Shallue et al. 2018)");
+//   fmt::print("{}", t.ToText());
+#ifndef BATCHLAB_ANALYSIS_TABLE_H_
+#define BATCHLAB_ANALYSIS_TABLE_H_
+
+#include <string>
+#include <vector>
+
+namespace batchlab::analysis {
+
+struct Table {
+  std::string name;   // file stem of its CSV: "steps_to_target"
+  std::string title;  // "Steps to target"
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;  // sentences shown under the table (not in the CSV)
+
+  std::string ToText() const;      // columns padded to width, notes after
+  std::string ToMarkdown() const;  // "### title", a pipe table, notes as paragraphs
+  std::string ToHtml() const;      // <h3>, <table>, <p> notes; text escaped
+  std::string ToCsv() const;       // RFC 4180: header + rows, quoted where needed
+};
+
+// `v` with `significant` significant digits ("912.5", "1.25e+05"); "inf", "-inf", "nan".
+std::string FormatNumber(double v, int significant = 4);
+
+// Escapes & < > " for HTML text and attributes.
+std::string HtmlEscape(const std::string& s);
+
+}  // namespace batchlab::analysis
+
+#endif  // BATCHLAB_ANALYSIS_TABLE_H_

@@ -1,0 +1,94 @@
+// The report of the synthetic sweep: files written, numbers consistent with the analyses, the
+// database untouched, and text that cannot break the HTML or CSV.
+#include "analysis/report.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "analysis/sweep_data.h"
+#include "tests/analysis/synthetic_sweep.h"
+
+namespace batchlab::analysis {
+namespace {
+
+using testing::TempDir;
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(ReportTest, WritesHtmlMarkdownAndCsvWithoutTouchingTheDatabase) {
+  TempDir dir;
+  const std::string db = dir.File("batchlab.db");
+  testing::WriteSyntheticSweep(db, dir.path());
+  const auto before = std::filesystem::last_write_time(db);
+  const auto size = std::filesystem::file_size(db);
+
+  StatusOr<SweepData> sweep = LoadSweep(db, "synthetic", LoadOptions{});
+  ASSERT_TRUE(sweep.ok()) << sweep.status().message();
+  StudyOptions opt;
+  opt.resamples = 200;
+  StatusOr<Study> study = RunStudy(*sweep, opt);
+  ASSERT_TRUE(study.ok()) << study.status().message();
+  const std::string out = dir.File("report");
+  StatusOr<std::vector<std::string>> files = WriteReport(*study, out);
+  ASSERT_TRUE(files.ok()) << files.status().message();
+
+  for (const char* f : {"report.html", "report.md", "steps_to_target.csv", "critical_batch.csv",
+                        "gns.csv", "pareto.csv", "scaling_strong.csv", "projection.csv"}) {
+    EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / f)) << f;
+  }
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "report.html.tmp"));
+  const std::string md = Read(out + "/report.md");
+  EXPECT_NE(md.find("# batchlab report: sweep synthetic (version 1)"), std::string::npos);
+  EXPECT_NE(md.find("Critical batch size B_crit = " + FormatNumber(study->crit.fit.b_crit.value)),
+            std::string::npos);
+  EXPECT_NE(md.find("1 diverged, 1 pending, 28 target_reached"), std::string::npos);
+  const std::string html = Read(out + "/report.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("PROJECTION (a model, not a measurement)"), std::string::npos);
+  EXPECT_EQ(html.find("-nan"), std::string::npos);
+
+  // The CSV of the per-batch table: header + one row per batch size.
+  const std::string csv = Read(out + "/steps_to_target.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 5);
+  EXPECT_EQ(csv.rfind("batch_size,runs,reached,", 0), 0u);
+
+  EXPECT_EQ(std::filesystem::file_size(db), size);
+  EXPECT_EQ(std::filesystem::last_write_time(db), before);
+}
+
+TEST(ReportTest, NoTargetAnywhereIsABadInputNamingTheFlag) {
+  SweepData sweep;
+  sweep.name = "s";
+  StatusOr<Study> study = RunStudy(sweep, StudyOptions{});
+  ASSERT_FALSE(study.ok());
+  EXPECT_EQ(study.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(study.status().message().find("--target"), std::string::npos);
+}
+
+TEST(TableTest, EscapesHtmlAndCsv) {
+  Table t{"t", "a <b> & \"c\"", {"x", "y"}, {{"1,2", "say \"hi\""}, {"<script>", "|"}}, {"n"}};
+  const std::string html = t.ToHtml();
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(t.ToCsv(), "x,y\r\n\"1,2\",\"say \"\"hi\"\"\"\r\n<script>,|\r\n");
+  EXPECT_NE(t.ToMarkdown().find("\\|"), std::string::npos);
+  EXPECT_NE(t.ToText().find("<script>  |"), std::string::npos);
+}
+
+TEST(TableTest, FormatsNumbers) {
+  EXPECT_EQ(FormatNumber(912.5), "912.5");
+  EXPECT_EQ(FormatNumber(125000), "1.25e+05");
+  EXPECT_EQ(FormatNumber(1.0 / 0.0), "inf");
+  EXPECT_EQ(FormatNumber(std::nan("")), "nan");
+}
+
+}  // namespace
+}  // namespace batchlab::analysis
