@@ -51,7 +51,8 @@ std::string TempRendezvous() {
         "path every rank can see, or host:port of a TCPStore), and no launcher job id was found "
         "to derive one");
   }
-  if (const char* step = std::getenv("SLURM_STEP_ID"); step != nullptr && job.find('.') == std::string::npos) {
+  if (const char* step = std::getenv("SLURM_STEP_ID");
+      step != nullptr && job.find('.') == std::string::npos) {
     job += std::string(".") + step;
   }
   const char* tmp = std::getenv("TMPDIR");
@@ -95,15 +96,18 @@ class GlooWork : public Work {
  public:
   GlooWork(c10::intrusive_ptr<c10d::Work> work, const char* what, int rank, torch::Tensor tensor,
            double divide_by)
-      : work_(std::move(work)), what_(what), rank_(rank), tensor_(std::move(tensor)),
+      : work_(std::move(work)),
+        what_(what),
+        rank_(rank),
+        tensor_(std::move(tensor)),
         divide_by_(divide_by) {}
 
   void Wait(std::chrono::milliseconds timeout) override {
     try {
       work_->wait(timeout);
     } catch (const std::exception& e) {
-      throw CommError(rank_, std::string(what_) + " (timeout " + std::to_string(timeout.count()) +
-                                 " ms)",
+      throw CommError(rank_,
+                      std::string(what_) + " (timeout " + std::to_string(timeout.count()) + " ms)",
                       e.what());
     }
     if (divide_by_ != 1.0) tensor_.div_(divide_by_);
@@ -164,8 +168,8 @@ std::unique_ptr<Work> GlooCommunicator::Broadcast(torch::Tensor& tensor, int roo
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   try {
-    return std::make_unique<GlooWork>(group_->broadcast(tensors, opts), "broadcast", rank_,
-                                      tensor, 1.0);
+    return std::make_unique<GlooWork>(group_->broadcast(tensors, opts), "broadcast", rank_, tensor,
+                                      1.0);
   } catch (const std::exception& e) {
     throw CommError(rank_, "broadcast", e.what());
   }

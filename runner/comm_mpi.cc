@@ -28,11 +28,11 @@ int g_world_rank = -1;  // for error messages; -1 until MPI is initialized
 
 // Every MPI call goes through this: a failure throws RunnerError naming call, file:line, rank.
 #define BATCHLAB_MPI_CHECK(call)                                                      \
-  do {                                                                               \
-    const int batchlab_mpi_rc_ = (call);                                             \
-    if (batchlab_mpi_rc_ != MPI_SUCCESS) {                                           \
+  do {                                                                                \
+    const int batchlab_mpi_rc_ = (call);                                              \
+    if (batchlab_mpi_rc_ != MPI_SUCCESS) {                                            \
       ::batchlab::runner::ThrowMpiError(batchlab_mpi_rc_, #call, __FILE__, __LINE__); \
-    }                                                                                \
+    }                                                                                 \
   } while (false)
 
 void FinalizeAtExit() {
@@ -60,16 +60,21 @@ void EnsureMpiInitialized() {
 
 MPI_Datatype MpiTypeOf(const torch::Tensor& t) {
   switch (t.scalar_type()) {
-    case torch::kFloat32: return MPI_FLOAT;
-    case torch::kFloat64: return MPI_DOUBLE;
-    case torch::kInt32: return MPI_INT32_T;
-    case torch::kInt64: return MPI_INT64_T;
-    case torch::kUInt8: return MPI_UINT8_T;
-    default: break;
+    case torch::kFloat32:
+      return MPI_FLOAT;
+    case torch::kFloat64:
+      return MPI_DOUBLE;
+    case torch::kInt32:
+      return MPI_INT32_T;
+    case torch::kInt64:
+      return MPI_INT64_T;
+    case torch::kUInt8:
+      return MPI_UINT8_T;
+    default:
+      break;
   }
-  throw RunnerError(RunnerError::Kind::kInternal,
-                    std::string("mpi: unsupported tensor dtype ") +
-                        std::string(c10::toString(t.scalar_type())));
+  throw RunnerError(RunnerError::Kind::kInternal, std::string("mpi: unsupported tensor dtype ") +
+                                                      std::string(c10::toString(t.scalar_type())));
 }
 
 void CheckTensor(const torch::Tensor& t, const char* call) {
@@ -78,9 +83,9 @@ void CheckTensor(const torch::Tensor& t, const char* call) {
                       std::string("mpi: ") + call + " needs a defined, contiguous CPU tensor");
   }
   if (t.numel() > std::numeric_limits<int>::max()) {
-    throw RunnerError(RunnerError::Kind::kInternal,
-                      std::string("mpi: ") + call + " of more than 2^31 elements; use smaller "
-                      "buckets (comm.bucket_mb)");
+    throw RunnerError(RunnerError::Kind::kInternal, std::string("mpi: ") + call +
+                                                        " of more than 2^31 elements; use smaller "
+                                                        "buckets (comm.bucket_mb)");
   }
 }
 
@@ -130,8 +135,8 @@ MpiCommunicator::MpiCommunicator(const RankInfo& rank) {
   BATCHLAB_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   if (rank_ != rank.rank || size_ != rank.world_size) {
     std::ostringstream msg;
-    msg << "mpi: MPI says rank " << rank_ << " of " << size_ << " but the launcher environment says "
-        << rank.rank << " of " << rank.world_size
+    msg << "mpi: MPI says rank " << rank_ << " of " << size_
+        << " but the launcher environment says " << rank.rank << " of " << rank.world_size
         << "; launch with mpirun (or srun --mpi=pmix) so both agree";
     MPI_Comm_free(&comm_);
     throw RunnerError(RunnerError::Kind::kComm, msg.str());

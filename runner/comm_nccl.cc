@@ -24,34 +24,42 @@ int g_rank = -1;  // for error messages
   throw RunnerError(RunnerError::Kind::kComm, msg.str());
 }
 
-#define BATCHLAB_CUDA_CHECK(call)                                                             \
-  do {                                                                                       \
-    const cudaError_t batchlab_cuda_rc_ = (call);                                            \
-    if (batchlab_cuda_rc_ != cudaSuccess) {                                                  \
-      ::batchlab::runner::ThrowCommError(cudaGetErrorString(batchlab_cuda_rc_), #call,        \
-                                         __FILE__, __LINE__);                                \
-    }                                                                                        \
+#define BATCHLAB_CUDA_CHECK(call)                                                                \
+  do {                                                                                           \
+    const cudaError_t batchlab_cuda_rc_ = (call);                                                \
+    if (batchlab_cuda_rc_ != cudaSuccess) {                                                      \
+      ::batchlab::runner::ThrowCommError(cudaGetErrorString(batchlab_cuda_rc_), #call, __FILE__, \
+                                         __LINE__);                                              \
+    }                                                                                            \
   } while (false)
 
-#define BATCHLAB_NCCL_CHECK(call)                                                             \
-  do {                                                                                       \
-    const ncclResult_t batchlab_nccl_rc_ = (call);                                           \
-    if (batchlab_nccl_rc_ != ncclSuccess) {                                                  \
-      ::batchlab::runner::ThrowCommError(ncclGetErrorString(batchlab_nccl_rc_), #call,        \
-                                         __FILE__, __LINE__);                                \
-    }                                                                                        \
+#define BATCHLAB_NCCL_CHECK(call)                                                                \
+  do {                                                                                           \
+    const ncclResult_t batchlab_nccl_rc_ = (call);                                               \
+    if (batchlab_nccl_rc_ != ncclSuccess) {                                                      \
+      ::batchlab::runner::ThrowCommError(ncclGetErrorString(batchlab_nccl_rc_), #call, __FILE__, \
+                                         __LINE__);                                              \
+    }                                                                                            \
   } while (false)
 
 ncclDataType_t NcclTypeOf(const torch::Tensor& t) {
   switch (t.scalar_type()) {
-    case torch::kFloat32: return ncclFloat32;
-    case torch::kFloat64: return ncclFloat64;
-    case torch::kFloat16: return ncclFloat16;
-    case torch::kBFloat16: return ncclBfloat16;
-    case torch::kInt32: return ncclInt32;
-    case torch::kInt64: return ncclInt64;
-    case torch::kUInt8: return ncclUint8;
-    default: break;
+    case torch::kFloat32:
+      return ncclFloat32;
+    case torch::kFloat64:
+      return ncclFloat64;
+    case torch::kFloat16:
+      return ncclFloat16;
+    case torch::kBFloat16:
+      return ncclBfloat16;
+    case torch::kInt32:
+      return ncclInt32;
+    case torch::kInt64:
+      return ncclInt64;
+    case torch::kUInt8:
+      return ncclUint8;
+    default:
+      break;
   }
   throw RunnerError(RunnerError::Kind::kInternal, "nccl: unsupported tensor dtype");
 }
@@ -147,18 +155,19 @@ std::unique_ptr<Work> NcclCommunicator::Launch(torch::Tensor& tensor, bool broad
   const bool on_host = tensor.device().is_cpu();
   void* buffer = on_host ? DeviceBufferFor(tensor) : tensor.data_ptr();
   if (on_host) {
-    BATCHLAB_CUDA_CHECK(cudaMemcpyAsync(buffer, tensor.data_ptr(), bytes, cudaMemcpyHostToDevice,
-                                        stream_));
+    BATCHLAB_CUDA_CHECK(
+        cudaMemcpyAsync(buffer, tensor.data_ptr(), bytes, cudaMemcpyHostToDevice, stream_));
   }
   if (broadcast) {
     BATCHLAB_NCCL_CHECK(
         ncclBroadcast(buffer, buffer, count, NcclTypeOf(tensor), root, comm_, stream_));
   } else {
-    BATCHLAB_NCCL_CHECK(ncclAllReduce(buffer, buffer, count, NcclTypeOf(tensor), op, comm_, stream_));
+    BATCHLAB_NCCL_CHECK(
+        ncclAllReduce(buffer, buffer, count, NcclTypeOf(tensor), op, comm_, stream_));
   }
   if (on_host) {
-    BATCHLAB_CUDA_CHECK(cudaMemcpyAsync(tensor.data_ptr(), buffer, bytes, cudaMemcpyDeviceToHost,
-                                        stream_));
+    BATCHLAB_CUDA_CHECK(
+        cudaMemcpyAsync(tensor.data_ptr(), buffer, bytes, cudaMemcpyDeviceToHost, stream_));
   }
   cudaEvent_t done;
   BATCHLAB_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));

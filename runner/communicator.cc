@@ -43,17 +43,17 @@ RankInfo RankInfoFromEnvironment() {
     const char* local;
   };
   // mpirun (OpenMPI), PMI-1/2 launchers (MPICH hydra, srun --mpi=pmi2), srun.
-  for (const Source& s : {Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-                                 "OMPI_COMM_WORLD_LOCAL_RANK"},
-                          Source{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-                          Source{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}}) {
+  for (const Source& s :
+       {Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+        Source{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+        Source{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}}) {
     const int rank = EnvInt({s.rank}, 0);
     const int size = EnvInt({s.size}, 1);
     if (rank < 0 || size < 0) continue;
     if (rank >= size) {
-      throw RunnerError(RunnerError::Kind::kComm, std::string(s.rank) + "=" +
-                                                      std::to_string(rank) + " is not below " +
-                                                      s.size + "=" + std::to_string(size));
+      throw RunnerError(RunnerError::Kind::kComm, std::string(s.rank) + "=" + std::to_string(rank) +
+                                                      " is not below " + s.size + "=" +
+                                                      std::to_string(size));
     }
     info.rank = rank;
     info.world_size = size;
@@ -97,8 +97,10 @@ std::unique_ptr<Communicator> MakeCommunicator(const CommConfig& config, const R
   if (config.backend == "nccl") return std::make_unique<NcclCommunicator>(config, rank);
 #else
   if (config.backend == "nccl") {
-    throw BadConfig("comm.backend: \"nccl\" is not built into this binary (CUDA/NCCL were not "
-                    "found at build time); use one of the built backends: " + BuiltBackends());
+    throw BadConfig(
+        "comm.backend: \"nccl\" is not built into this binary (CUDA/NCCL were not "
+        "found at build time); use one of the built backends: " +
+        BuiltBackends());
   }
 #endif
   throw BadConfig("comm.backend: unknown backend \"" + config.backend +

@@ -51,11 +51,11 @@ struct RankInfo {
 };
 
 struct CommConfig {
-  std::string backend = "mpi";    // mpi | gloo | nccl
-  double bucket_mb = 25.0;        // gradient fusion bucket size
-  std::string rendezvous;         // gloo: FileStore path, or host:port for a TCPStore served by
-                                  // rank 0 ("" = a file in $TMPDIR named after the launcher's job
-                                  // id: single node only; set DefaultRendezvous(metrics_path))
+  std::string backend = "mpi";  // mpi | gloo | nccl
+  double bucket_mb = 25.0;      // gradient fusion bucket size
+  std::string rendezvous;       // gloo: FileStore path, or host:port for a TCPStore served by
+                                // rank 0 ("" = a file in $TMPDIR named after the launcher's job
+                                // id: single node only; set DefaultRendezvous(metrics_path))
   int timeout_seconds = 300;
 };
 

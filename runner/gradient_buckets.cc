@@ -34,8 +34,8 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, double bucke
   for (size_t i = 0; i < params_.size(); ++i) {
     const torch::Tensor& p = params_[i];
     const double p_bytes = static_cast<double>(p.numel()) * static_cast<double>(p.element_size());
-    const bool fits = !plan.empty() && plan.back().first == p.scalar_type() &&
-                      bytes + p_bytes <= cap_bytes;
+    const bool fits =
+        !plan.empty() && plan.back().first == p.scalar_type() && bytes + p_bytes <= cap_bytes;
     if (!fits) {
       plan.emplace_back(p.scalar_type(), std::vector<Member>());
       bytes = 0;
@@ -140,8 +140,8 @@ double GradientBuckets::GradSquaredNorm() {
     bool all_views = true;
     for (const Member& m : b.members) all_views = all_views && IsView(b, m);
     if (all_views) {
-      const double norm = torch::linalg_vector_norm(b.flat, 2, c10::nullopt, false, torch::kFloat64)
-                              .item<double>();
+      const double norm =
+          torch::linalg_vector_norm(b.flat, 2, c10::nullopt, false, torch::kFloat64).item<double>();
       sum += norm * norm;
       continue;
     }

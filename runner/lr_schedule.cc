@@ -16,7 +16,7 @@ constexpr double kPi = 3.14159265358979323846;
 double ScaleByRule(const LrConfig& c, int64_t global_batch) {
   const double ratio = static_cast<double>(global_batch) / static_cast<double>(c.base_batch_size);
   if (c.rule == "none") return c.base;
-  if (c.rule == "linear") return c.base * ratio;          // Goyal et al. 2017
+  if (c.rule == "linear") return c.base * ratio;           // Goyal et al. 2017
   if (c.rule == "sqrt") return c.base * std::sqrt(ratio);  // Krizhevsky 2014; Hoffer et al. 2017
   throw BadConfig("lr.rule: unknown rule \"" + c.rule + "\"; use one of none, linear, sqrt");
 }
@@ -50,8 +50,7 @@ void Validate(const LrConfig& c, int64_t global_batch, int64_t total_steps,
     need(total_steps > 0, "lr.schedule: \"" + s +
                               "\" decays to the end of training, so it needs a budget in steps, "
                               "epochs or samples (not only seconds)");
-    need(std::isfinite(c.final_lr_fraction) && c.final_lr_fraction >= 0 &&
-             c.final_lr_fraction <= 1,
+    need(std::isfinite(c.final_lr_fraction) && c.final_lr_fraction >= 0 && c.final_lr_fraction <= 1,
          "lr.final_lr_fraction: must be in [0, 1]");
   }
   if (s == "poly") need(std::isfinite(c.power) && c.power > 0, "lr.power: must be positive");
@@ -89,8 +88,9 @@ double LrSchedule::At(int64_t step) const {
   if (s == "constant") return scaled_;
   if (s == "step") {
     // Milestones are absolute step numbers; each one passed multiplies the LR by gamma.
-    const auto passed = std::upper_bound(config_.milestones.begin(), config_.milestones.end(), step) -
-                        config_.milestones.begin();
+    const auto passed =
+        std::upper_bound(config_.milestones.begin(), config_.milestones.end(), step) -
+        config_.milestones.begin();
     return scaled_ * std::pow(config_.gamma, static_cast<double>(passed));
   }
   // cosine / poly: decay over the steps after warmup, from scaled to scaled * final_lr_fraction.
@@ -98,7 +98,7 @@ double LrSchedule::At(int64_t step) const {
   const double t = std::min(static_cast<double>(step - warmup_steps_), span) / span;  // in [0, 1]
   const double end = scaled_ * config_.final_lr_fraction;
   if (s == "cosine") return end + (scaled_ - end) * 0.5 * (1.0 + std::cos(kPi * t));  // SGDR
-  return end + (scaled_ - end) * std::pow(1.0 - t, config_.power);                   // poly
+  return end + (scaled_ - end) * std::pow(1.0 - t, config_.power);                    // poly
 }
 
 }  // namespace batchlab::runner

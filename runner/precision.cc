@@ -16,8 +16,9 @@ Precision ParsePrecision(const std::string& name) {
   throw BadConfig("precision: unknown precision \"" + name + "\"; use one of fp32, bf16, fp16");
 #else
   if (name == "fp16") {
-    throw BadConfig("precision: \"fp16\" needs a CUDA build (fp16 autocast with loss scaling); "
-                    "on CPU use \"bf16\" or \"fp32\"");
+    throw BadConfig(
+        "precision: \"fp16\" needs a CUDA build (fp16 autocast with loss scaling); "
+        "on CPU use \"bf16\" or \"fp32\"");
   }
   throw BadConfig("precision: unknown precision \"" + name + "\"; use one of fp32, bf16");
 #endif
@@ -25,9 +26,12 @@ Precision ParsePrecision(const std::string& name) {
 
 const char* PrecisionName(Precision precision) {
   switch (precision) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kBf16: return "bf16";
-    case Precision::kFp16: return "fp16";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kFp16:
+      return "fp16";
   }
   return "?";
 }

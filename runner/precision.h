@@ -1,7 +1,8 @@
 // Numeric precision of the forward pass, as the config's `precision` names it.
 //
 //   fp32  plain float32 everywhere.
-//   bf16  LibTorch CPU autocast (at::autocast::set_cpu_enabled + set_autocast_cpu_dtype(kBFloat16)):
+//   bf16  LibTorch CPU autocast (at::autocast::set_cpu_enabled +
+//   set_autocast_cpu_dtype(kBFloat16)):
 //         matmul-heavy ops (linear, conv, matmul) run in bfloat16, precision-sensitive ones
 //         (softmax, losses) in float32; parameters, gradients and optimizer state stay float32,
 //         so allreduce and the optimizer are unchanged. bf16 has float32's exponent range, so it

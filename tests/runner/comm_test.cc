@@ -71,10 +71,18 @@ class ScopedEnv {
   }
 
  private:
-  static constexpr const char* kAll[] = {
-      "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK",
-      "PMI_SIZE", "MPI_LOCALRANKID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-      "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "SLURM_JOB_ID"};
+  static constexpr const char* kAll[] = {"OMPI_COMM_WORLD_RANK",
+                                         "OMPI_COMM_WORLD_SIZE",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "PMI_RANK",
+                                         "PMI_SIZE",
+                                         "MPI_LOCALRANKID",
+                                         "SLURM_PROCID",
+                                         "SLURM_NTASKS",
+                                         "SLURM_LOCALID",
+                                         "OMPI_MCA_ess_base_jobid",
+                                         "PMIX_NAMESPACE",
+                                         "SLURM_JOB_ID"};
   std::map<std::string, std::string> saved_;
 };
 
@@ -86,8 +94,10 @@ TEST(RankInfoTest, ReadsLauncherVariablesInPriorityOrder) {
     EXPECT_EQ(r.world_size, 1);
   }
   {
-    ScopedEnv env({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
-                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"SLURM_PROCID", "0"},
+    ScopedEnv env({{"OMPI_COMM_WORLD_RANK", "3"},
+                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                   {"SLURM_PROCID", "0"},
                    {"SLURM_NTASKS", "8"}});
     RankInfo r = RankInfoFromEnvironment();
     EXPECT_EQ(r.rank, 3);
@@ -119,15 +129,14 @@ TEST(RankInfoTest, DefaultRendezvousSitsNextToMetricsAndNamesTheJob) {
 
 TEST(GradientBucketsTest, LayoutRespectsCapacityOrderAndDtype) {
   // float32 params of 10, 20, 30, 5 elements (40, 80, 120, 20 bytes), then a float64 one.
-  std::vector<torch::Tensor> params = {torch::zeros({10}), torch::zeros({4, 5}),
-                                       torch::zeros({30}), torch::zeros({5}),
-                                       torch::zeros({2}, torch::kFloat64)};
+  std::vector<torch::Tensor> params = {torch::zeros({10}), torch::zeros({4, 5}), torch::zeros({30}),
+                                       torch::zeros({5}), torch::zeros({2}, torch::kFloat64)};
   GradientBuckets buckets(params, /*bucket_mb=*/128.0 / (1024 * 1024));  // 128-byte buckets
   ASSERT_EQ(buckets.num_buckets(), 4);
   EXPECT_EQ(buckets.bucket_numel(0), 30);  // 40 + 80 bytes
   EXPECT_EQ(buckets.bucket_numel(1), 30);  // 120 bytes; +20 would overflow
   EXPECT_EQ(buckets.bucket_numel(2), 5);
-  EXPECT_EQ(buckets.bucket_numel(3), 2);   // dtype change
+  EXPECT_EQ(buckets.bucket_numel(3), 2);  // dtype change
   EXPECT_EQ(buckets.total_bytes(), 65 * 4 + 2 * 8);
   GradientBuckets one(params, 25.0);
   EXPECT_EQ(one.num_buckets(), 2);  // everything float32 fits in one bucket

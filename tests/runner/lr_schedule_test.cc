@@ -65,7 +65,7 @@ TEST(LrScheduleTest, CosineGoesFromScaledToFinalAfterWarmup) {
   c.schedule = "cosine";
   LrSchedule lr(c, 1024, /*total_steps=*/110);
   EXPECT_DOUBLE_EQ(lr.At(10), 0.4);
-  EXPECT_NEAR(lr.At(60), 0.2, 1e-12);                 // half of the decay span: cos(pi/2) = 0
+  EXPECT_NEAR(lr.At(60), 0.2, 1e-12);  // half of the decay span: cos(pi/2) = 0
   EXPECT_NEAR(lr.At(35), 0.2 * (1 + std::sqrt(0.5)), 1e-12);  // a quarter: cos(pi/4)
   EXPECT_NEAR(lr.At(110), 0.0, 1e-12);
   EXPECT_NEAR(lr.At(500), 0.0, 1e-12);  // past the end stays at the end value

@@ -65,8 +65,10 @@ TEST(LarsTest, MatchesHandComputedUpdate) {
 
 TEST(LarsTest, OneDimensionalParametersAdaptWhenNotExcluded) {
   torch::Tensor b = T({3, 4}, false);
-  Lars opt({b}, LarsOptions(0.1).momentum(0).weight_decay(0).trust_coefficient(0.01)
-                    .exclude_bias_and_norm(false));
+  Lars opt(
+      {b},
+      LarsOptions(0.1).momentum(0).weight_decay(0).trust_coefficient(0.01).exclude_bias_and_norm(
+          false));
   SetGrad(b, {0.6, 0.8});
   opt.step();
   // λ = 0.01 * 5 / 1 = 0.05; w = w - 0.1 * 0.05 * g
