@@ -1,0 +1,52 @@
+// A training task in memory: the whole training and held-out sets preloaded as tensors, so a
+// step only gathers rows by index (no per-step parsing or allocation).
+//
+//   Dataset data = LoadDataset(config.data);     // throws RunnerError (kData / kBadConfig)
+//   data.train_x;      // [N, F] float32, images flattened and normalized
+//   data.train_y;      // [N] int64 class labels, or [N, 1] float32 targets (regression)
+//   data.classes;      // number of classes; 0 = regression (loss 0.5 * mean squared error)
+//
+// Names: fashion-mnist (the installed IDX .gz files), idx (the same layout in your folder),
+// csv (features + label column), synthetic-linear (synthetic_linear.h; known noise scale).
+#ifndef BATCHLAB_RUNNER_DATASETS_DATASET_H_
+#define BATCHLAB_RUNNER_DATASETS_DATASET_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "runner/run_config.h"
+
+namespace batchlab::runner {
+
+// The generating model of synthetic-linear: y = w_star . x + noise * N(0, 1), x ~ N(0, I).
+struct LinearTruth {
+  torch::Tensor w_star;  // [d]
+  double noise = 0;
+};
+
+struct Dataset {
+  std::string name;
+  torch::Tensor train_x, train_y, test_x, test_y;
+  int64_t classes = 0;                 // 0 = regression
+  std::vector<int64_t> image_shape;    // {C, H, W} for image data, else empty
+  std::optional<LinearTruth> truth;    // synthetic-linear only
+
+  int64_t features() const { return train_x.size(1); }
+  int64_t train_size() const { return train_x.size(0); }
+  int64_t test_size() const { return test_x.size(0); }
+};
+
+// The folder the Debian package dataset-fashion-mnist installs.
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Loads the dataset `config` names. Every rank loads the same full set and then reads its own
+// shard (shard_sampler.h). A missing or corrupt file throws RunnerError kData naming the file.
+Dataset LoadDataset(const DataConfig& config);
+
+}  // namespace batchlab::runner
+
+#endif  // BATCHLAB_RUNNER_DATASETS_DATASET_H_

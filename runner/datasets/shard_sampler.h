@@ -1,0 +1,47 @@
+// The distributed sampler: which training rows rank r reads at each step.
+//
+// The rows are dealt to ranks once (row i belongs to rank i mod K, after a shuffle seeded by the
+// run seed that every rank computes alike), so the shards are disjoint and equal in size. Each
+// epoch a rank reshuffles its own shard with a generator seeded from (seed, rank, epoch). A step
+// takes the next local_batch rows; the tail of a shard that does not fill a batch is skipped.
+//
+//   ShardSampler sampler(data.train_size(), seed, rank, world_size, local_batch);
+//   torch::Tensor rows = sampler.Next();   // int64 [local_batch], a view: no allocation
+//   sampler.epoch();                       // completed passes over the shard
+#ifndef BATCHLAB_RUNNER_DATASETS_SHARD_SAMPLER_H_
+#define BATCHLAB_RUNNER_DATASETS_SHARD_SAMPLER_H_
+
+#include <cstdint>
+
+#include <torch/torch.h>
+
+namespace batchlab::runner {
+
+class ShardSampler {
+ public:
+  // Throws RunnerError (kBadConfig naming batch_size) if a shard holds less than one batch.
+  ShardSampler(int64_t dataset_size, int64_t seed, int rank, int world_size, int64_t local_batch);
+
+  torch::Tensor Next();
+  int64_t epoch() const { return epoch_; }
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  int64_t shard_size() const { return shard_.numel(); }
+
+ private:
+  void Shuffle();
+
+  torch::Tensor shard_;  // this rank's rows, in the current epoch's order
+  int64_t seed_;
+  int rank_;
+  int64_t local_batch_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t position_ = 0;
+  int64_t epoch_ = 0;
+};
+
+// A 64-bit seed from parts (splitmix64 chain); the same parts give the same seed everywhere.
+uint64_t DeriveSeed(uint64_t a, uint64_t b, uint64_t c = 0);
+
+}  // namespace batchlab::runner
+
+#endif  // BATCHLAB_RUNNER_DATASETS_SHARD_SAMPLER_H_

@@ -1,0 +1,97 @@
+// logreg, mlp and cnn (see models.h).
+#include "runner/models.h"
+
+#include <string>
+#include <vector>
+
+#include "runner/runner_error.h"
+
+namespace batchlab::runner {
+namespace {
+
+namespace nn = torch::nn;
+
+class LogReg : public Model {
+ public:
+  LogReg(int64_t in, int64_t out, bool bias)
+      : linear_(register_module("linear", nn::Linear(nn::LinearOptions(in, out).bias(bias)))) {}
+  torch::Tensor forward(torch::Tensor x) override { return linear_->forward(x); }
+
+ private:
+  nn::Linear linear_;
+};
+
+class Mlp : public Model {
+ public:
+  Mlp(int64_t in, const std::vector<int64_t>& hidden, int64_t out, bool bias) {
+    int64_t width = in;
+    for (size_t i = 0; i <= hidden.size(); ++i) {
+      const int64_t next = i < hidden.size() ? hidden[i] : out;
+      layers_.push_back(register_module("fc" + std::to_string(i),
+                                        nn::Linear(nn::LinearOptions(width, next).bias(bias))));
+      width = next;
+    }
+  }
+  torch::Tensor forward(torch::Tensor x) override {
+    for (size_t i = 0; i + 1 < layers_.size(); ++i) x = torch::relu(layers_[i]->forward(x));
+    return layers_.back()->forward(x);
+  }
+
+ private:
+  std::vector<nn::Linear> layers_;
+};
+
+class Cnn : public Model {
+ public:
+  Cnn(const std::vector<int64_t>& chw, const std::vector<int64_t>& channels, int64_t hidden,
+      int64_t out, bool bias)
+      : shape_{chw[0], chw[1], chw[2]},
+        conv1_(register_module(
+            "conv1", nn::Conv2d(nn::Conv2dOptions(chw[0], channels[0], 5).padding(2).bias(bias)))),
+        conv2_(register_module("conv2", nn::Conv2d(nn::Conv2dOptions(channels[0], channels[1], 5)
+                                                       .padding(2)
+                                                       .bias(bias)))),
+        flat_(channels[1] * (chw[1] / 4) * (chw[2] / 4)),
+        fc1_(register_module("fc1", nn::Linear(nn::LinearOptions(flat_, hidden).bias(bias)))),
+        fc2_(register_module("fc2", nn::Linear(nn::LinearOptions(hidden, out).bias(bias)))) {}
+
+  torch::Tensor forward(torch::Tensor x) override {
+    x = x.view({-1, shape_[0], shape_[1], shape_[2]});                    // [B, C, H, W]
+    x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);            // [B, c1, H/2, W/2]
+    x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2);            // [B, c2, H/4, W/4]
+    x = torch::relu(fc1_->forward(x.reshape({x.size(0), flat_})));        // [B, hidden]
+    return fc2_->forward(x);                                              // [B, out]
+  }
+
+ private:
+  std::vector<int64_t> shape_;
+  nn::Conv2d conv1_, conv2_;
+  int64_t flat_;
+  nn::Linear fc1_, fc2_;
+};
+
+}  // namespace
+
+int64_t Model::ParameterCount() {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+std::shared_ptr<Model> MakeModel(const ModelConfig& config, const Dataset& data) {
+  const int64_t out = data.classes > 0 ? data.classes : 1;
+  const int64_t in = data.features();
+  if (config.name == "logreg") return std::make_shared<LogReg>(in, out, config.bias);
+  if (config.name == "mlp") return std::make_shared<Mlp>(in, config.hidden, out, config.bias);
+  if (config.name == "cnn") {
+    if (data.image_shape.size() != 3 || data.image_shape[1] < 4 || data.image_shape[2] < 4) {
+      throw BadConfig("model.name: \"cnn\" needs image data (fashion-mnist or idx images of at "
+                      "least 4x4); data \"" + data.name + "\" has plain feature rows; use mlp");
+    }
+    const int64_t hidden = config.hidden.empty() ? 128 : config.hidden[0];
+    return std::make_shared<Cnn>(data.image_shape, config.channels, hidden, out, config.bias);
+  }
+  throw BadConfig("model.name: unknown model \"" + config.name + "\"; use logreg, mlp or cnn");
+}
+
+}  // namespace batchlab::runner

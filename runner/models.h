@@ -1,0 +1,37 @@
+// The models a study trains, sized by the config and the data:
+//
+//   logreg   Linear(F -> out)                                   (linear regression when out = 1)
+//   mlp      Linear(F -> h1) ReLU ... Linear(hk -> out)         model.hidden = [h1, ..., hk]
+//   cnn      [C,H,W] -> Conv5x5(c1) ReLU MaxPool2 -> Conv5x5(c2) ReLU MaxPool2 -> Linear(h) ReLU
+//            -> Linear(out)                                     model.channels = [c1, c2]
+//
+// out = the number of classes (logits), or 1 for regression. Initialization is LibTorch's
+// default (the same as PyTorch's), drawn from the global generator: seed it first.
+//
+//   torch::manual_seed(config.seed);
+//   std::shared_ptr<Model> model = MakeModel(config.model, data);
+//   torch::Tensor logits = model->forward(batch_x);   // batch_x: [B, F] -> [B, out]
+#ifndef BATCHLAB_RUNNER_MODELS_H_
+#define BATCHLAB_RUNNER_MODELS_H_
+
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "runner/datasets/dataset.h"
+#include "runner/run_config.h"
+
+namespace batchlab::runner {
+
+class Model : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(torch::Tensor x) = 0;  // [B, F] -> [B, out]
+  int64_t ParameterCount();
+};
+
+// Throws BadConfig naming model.* when the model does not fit the data (e.g. cnn on CSV rows).
+std::shared_ptr<Model> MakeModel(const ModelConfig& config, const Dataset& data);
+
+}  // namespace batchlab::runner
+
+#endif  // BATCHLAB_RUNNER_MODELS_H_

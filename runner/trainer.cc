@@ -1,0 +1,391 @@
+// The training loop of one rank (see trainer.h for the shape of a step).
+#include "runner/trainer.h"
+
+#include <ATen/autocast_mode.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runner/datasets/synthetic_linear.h"
+#include "runner/optimizer_factory.h"
+#include "runner/runner_error.h"
+
+namespace batchlab::runner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace F = torch::nn::functional;
+
+// Slots after the gradients in the flat buffer, averaged with them in the same allreduce.
+constexpr int64_t kLossSlot = 0;       // local mean loss          -> global mean loss
+constexpr int64_t kLocalSqSlot = 1;    // |local gradient|^2       -> mean over ranks
+constexpr int64_t kElapsedSlot = 2;    // seconds since start      -> mean over ranks
+constexpr int64_t kExtraSlots = 3;
+constexpr int64_t kEvalChunk = 2048;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// bf16 autocast on the CPU for the forward pass (what torch.autocast("cpu") does).
+class CpuAutocast {
+ public:
+  explicit CpuAutocast(bool enabled) : enabled_(enabled) {
+    if (!enabled_) return;
+    at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::increment_nesting();
+  }
+  ~CpuAutocast() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_cpu_enabled(false);
+  }
+  CpuAutocast(const CpuAutocast&) = delete;
+  CpuAutocast& operator=(const CpuAutocast&) = delete;
+
+ private:
+  bool enabled_;
+};
+
+std::string HostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+nlohmann::ordered_json NullableNumber(bool has, double value) {
+  return has ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
+const char* OutcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kCompleted: return "completed";
+    case Outcome::kTargetReached: return "target_reached";
+    case Outcome::kDiverged: return "diverged";
+    case Outcome::kBudgetExhausted: return "budget_exhausted";
+  }
+  return "completed";
+}
+
+int ExitCodeFor(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kCompleted: return 0;
+    case Outcome::kTargetReached: return 3;
+    case Outcome::kDiverged: return 4;
+    case Outcome::kBudgetExhausted: return 5;
+  }
+  return 1;
+}
+
+Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* comm,
+                 MetricsWriter* metrics, int rank)
+    : config_(config),
+      data_(data),
+      comm_(comm),
+      metrics_(metrics),
+      rank_(rank),
+      world_(static_cast<int>(config.world_size)) {
+  if (world_ > 1 && comm_ == nullptr) {
+    throw RunnerError(RunnerError::Kind::kInternal, "Trainer: world_size > 1 needs a communicator");
+  }
+  torch::manual_seed(config_.seed);  // identical initialization on every rank
+  model_ = MakeModel(config_.model, data_);
+  params_ = model_->parameters();
+  param_count_ = model_->ParameterCount();
+  BindGradientsToFlatBuffer();
+  BroadcastParameters();
+
+  sampler_ = std::make_unique<ShardSampler>(data_.train_size(), config_.seed, rank_, world_,
+                                            config_.local_batch_size);
+  const int64_t spe = sampler_->steps_per_epoch();
+  const BudgetConfig& b = config_.budget;
+  auto limit = [&](int64_t steps) {
+    steps = std::max<int64_t>(steps, 1);
+    total_steps_ = total_steps_ == 0 ? steps : std::min(total_steps_, steps);
+  };
+  if (b.steps > 0) limit(b.steps);
+  if (b.epochs > 0) limit(static_cast<int64_t>(std::llround(b.epochs * static_cast<double>(spe))));
+  if (b.samples > 0) limit((b.samples + config_.batch_size - 1) / config_.batch_size);
+
+  lr_ = std::make_unique<LrSchedule>(config_.lr, config_.batch_size, total_steps_, spe);
+  optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));
+
+  const int64_t local = config_.local_batch_size;
+  std::vector<int64_t> x_shape = {local, data_.features()};
+  batch_x_ = torch::empty(x_shape, data_.train_x.options());
+  std::vector<int64_t> y_shape = data_.train_y.sizes().vec();
+  y_shape[0] = local;
+  batch_y_ = torch::empty(y_shape, data_.train_y.options());
+  prev_grad_ = torch::zeros({param_count_});
+  scratch_ = torch::zeros({param_count_});
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::BindGradientsToFlatBuffer() {
+  // Autograd accumulates into an existing .grad in place, so after backward the gradients sit
+  // in flat_grad_ already fused: the allreduce needs no copy in or out (like DDP's
+  // gradient_as_bucket_view).
+  flat_grad_ = torch::zeros({param_count_ + kExtraSlots});
+  grads_ = flat_grad_.narrow(0, 0, param_count_);
+  int64_t offset = 0;
+  for (auto& p : params_) {
+    p.mutable_grad() = flat_grad_.narrow(0, offset, p.numel()).view(p.sizes());
+    offset += p.numel();
+  }
+}
+
+void Trainer::BroadcastParameters() {
+  if (world_ == 1) return;
+  torch::NoGradGuard no_grad;
+  torch::Tensor flat = FlatParameters();
+  comm_->Broadcast(flat, 0)->Wait(std::chrono::seconds(config_.comm.timeout_seconds));
+  int64_t offset = 0;
+  for (auto& p : params_) {
+    p.copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));
+    offset += p.numel();
+  }
+}
+
+torch::Tensor Trainer::FlatParameters() const {
+  std::vector<torch::Tensor> parts;
+  parts.reserve(params_.size());
+  for (const auto& p : params_) parts.push_back(p.detach().reshape({-1}));
+  return torch::cat(parts).contiguous();
+}
+
+void Trainer::Allreduce(torch::Tensor& tensor, ReduceOp op) {
+  comm_->Allreduce(tensor, op)->Wait(std::chrono::seconds(config_.comm.timeout_seconds));
+}
+
+double Trainer::ElapsedSeconds() const { return Seconds(start_, Clock::now()); }
+
+torch::Tensor Trainer::Loss(const torch::Tensor& output, const torch::Tensor& target) {
+  if (data_.classes > 0) return F::cross_entropy(output, target);
+  return 0.5 * F::mse_loss(output, target);
+}
+
+double Trainer::ComputeGradients(bool measure_micro) {
+  const int64_t local = config_.local_batch_size;
+  int64_t m = config_.accumulation;
+  if (measure_micro && m == 1 && local >= 2 && local % 2 == 0) m = 2;  // two half-batches
+  const int64_t mb = local / m;
+  const bool measured = measure_micro && m > 1;
+  const bool bf16 = config_.precision == "bf16";
+
+  flat_grad_.zero_();
+  if (measured) prev_grad_.zero_();
+  double loss_sum = 0, sq_sum = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    torch::Tensor xb = m == 1 ? batch_x_ : batch_x_.narrow(0, i * mb, mb);
+    torch::Tensor yb = m == 1 ? batch_y_ : batch_y_.narrow(0, i * mb, mb);
+    torch::Tensor loss;
+    {
+      CpuAutocast autocast(bf16);
+      torch::Tensor out = model_->forward(xb);
+      loss = Loss(bf16 ? out.to(torch::kFloat32) : out, yb);
+    }
+    if (m == 1) {
+      loss.backward();
+    } else {
+      (loss * (1.0 / static_cast<double>(m))).backward();  // the sum of micro-steps = the mean
+    }
+    loss_sum += loss.item<double>();
+    if (measured) {
+      // This micro-batch's gradient is m * (grads after - grads before).
+      torch::sub_out(scratch_, grads_, prev_grad_);
+      sq_sum += scratch_.dot(scratch_).item<double>() * static_cast<double>(m * m);
+      prev_grad_.copy_(grads_);
+    }
+  }
+  gns_b_small_ = measured ? mb : 0;
+  gns_sq_small_ = measured ? sq_sum / static_cast<double>(m) : 0;
+  return loss_sum / static_cast<double>(m);
+}
+
+EvalResult Trainer::Evaluate() {
+  torch::NoGradGuard no_grad;
+  const int64_t n = config_.eval_subset > 0 ? std::min(config_.eval_subset, data_.test_size())
+                                            : data_.test_size();
+  const int64_t begin = n * rank_ / world_, end = n * (rank_ + 1) / world_;
+  double loss_sum = 0, correct = 0;
+  const bool bf16 = config_.precision == "bf16";
+  for (int64_t at = begin; at < end; at += kEvalChunk) {
+    const int64_t rows = std::min(kEvalChunk, end - at);
+    torch::Tensor x = data_.test_x.narrow(0, at, rows);
+    torch::Tensor y = data_.test_y.narrow(0, at, rows);
+    torch::Tensor out;
+    {
+      CpuAutocast autocast(bf16);
+      out = model_->forward(x).to(torch::kFloat32);
+    }
+    if (data_.classes > 0) {
+      loss_sum += F::cross_entropy(out, y, F::CrossEntropyFuncOptions().reduction(torch::kSum))
+                      .item<double>();
+      correct += out.argmax(1).eq(y).sum().item<double>();
+    } else {
+      loss_sum += 0.5 * F::mse_loss(out, y, F::MSELossFuncOptions(torch::kSum)).item<double>();
+    }
+  }
+  torch::Tensor sums = torch::tensor({static_cast<float>(loss_sum), static_cast<float>(correct)});
+  if (world_ > 1) Allreduce(sums, ReduceOp::kSum);
+  EvalResult r;
+  r.loss = sums[0].item<double>() / static_cast<double>(n);
+  r.accuracy = sums[1].item<double>() / static_cast<double>(n);
+  return r;
+}
+
+Outcome Trainer::Run() {
+  start_ = Clock::now();
+  if (metrics_ != nullptr) {
+    metrics_->Write({{"kind", "start"},
+                     {"time", UnixTime()},
+                     {"world_size", config_.world_size},
+                     {"batch_size", config_.batch_size},
+                     {"local_batch_size", config_.local_batch_size},
+                     {"accumulation", config_.accumulation},
+                     {"parameters", param_count_},
+                     {"host", HostName()},
+                     {"total_steps", total_steps_},
+                     {"steps_per_epoch", sampler_->steps_per_epoch()},
+                     {"backend", comm_ != nullptr ? comm_->backend() : "none"}});
+  }
+  const bool classification = data_.classes > 0;
+  const std::optional<TargetConfig>& target = config_.target;
+  bool diverged = false, reached = false;
+  int64_t target_step = 0, target_samples = 0;
+  double target_seconds = 0, initial_loss = 0, elapsed = 0;
+  int64_t last_eval_step = -1;
+  EvalResult last_eval;
+  auto record_target = [&](double value) {
+    if (target && !reached && target->Met(value)) {
+      reached = true;
+      target_step = step_;
+      target_samples = step_ * config_.batch_size;
+      target_seconds = elapsed;
+    }
+  };
+  auto eval_and_log = [&]() {
+    last_eval = Evaluate();
+    last_eval_step = step_;
+    elapsed = ElapsedSeconds();
+    if (metrics_ != nullptr) {
+      nlohmann::ordered_json line = {{"kind", "eval"},
+                                     {"step", step_},
+                                     {"samples", step_ * config_.batch_size},
+                                     {"seconds", elapsed},
+                                     {"test_loss", last_eval.loss}};
+      if (classification) line["test_accuracy"] = last_eval.accuracy;
+      metrics_->Write(line);
+    }
+    if (target && target->metric == "test_accuracy") record_target(last_eval.accuracy);
+    if (target && target->metric == "test_loss") record_target(last_eval.loss);
+  };
+
+  float* extra = flat_grad_.data_ptr<float>() + param_count_;
+  const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
+  while (total_steps_ == 0 || step_ < total_steps_) {
+    ++step_;
+    const bool measure = config_.gns_every_steps > 0 && step_ % config_.gns_every_steps == 0;
+    const Clock::time_point t0 = Clock::now();
+    const torch::Tensor rows = sampler_->Next();
+    torch::index_select_out(batch_x_, data_.train_x, 0, rows);
+    torch::index_select_out(batch_y_, data_.train_y, 0, rows);
+    const Clock::time_point t1 = Clock::now();
+
+    const double local_loss = ComputeGradients(measure && world_ == 1);
+    const Clock::time_point t2 = Clock::now();
+
+    extra[kLossSlot] = static_cast<float>(local_loss);
+    extra[kLocalSqSlot] = measure && world_ > 1 ? grads_.dot(grads_).item<float>() : 0.0f;
+    extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2));
+    if (world_ > 1) comm_->Allreduce(flat_grad_, ReduceOp::kAvg)->Wait(timeout);
+    const Clock::time_point t3 = Clock::now();
+    const double loss = world_ > 1 ? extra[kLossSlot] : local_loss;
+
+    nlohmann::ordered_json line = {{"kind", "step"},
+                                   {"step", step_},
+                                   {"samples", step_ * config_.batch_size},
+                                   {"epoch", sampler_->epoch()},
+                                   {"loss", loss}};
+    if (measure && (world_ > 1 || gns_b_small_ > 0)) {
+      line["gns_b_small"] = world_ > 1 ? config_.local_batch_size : gns_b_small_;
+      line["gns_b_big"] = config_.batch_size;
+      line["gns_sq_small"] = world_ > 1 ? static_cast<double>(extra[kLocalSqSlot]) : gns_sq_small_;
+      line["gns_sq_big"] = grads_.dot(grads_).item<double>();
+      if (data_.truth && config_.model.name == "logreg") {
+        const auto named = model_->named_parameters();
+        const torch::Tensor* bias = named.find("linear.bias");
+        NoiseScaleTruth truth = TrueNoiseScale(
+            *data_.truth, named["linear.weight"],
+            bias != nullptr ? std::optional<torch::Tensor>(*bias) : std::nullopt);
+        line["gns_true_sq"] = truth.grad_sq;
+        line["gns_true_trace"] = truth.trace_sigma;
+        line["gns_true_b_simple"] = truth.b_simple;
+      }
+    }
+
+    const double lr = lr_->At(step_ - 1);
+    SetLearningRate(*optimizer_, lr);
+    optimizer_->step();
+    const Clock::time_point t4 = Clock::now();
+    elapsed = world_ > 1 ? static_cast<double>(extra[kElapsedSlot]) : Seconds(start_, t4);
+    losses_.push_back(loss);
+
+    if (metrics_ != nullptr) {
+      line["lr"] = lr;
+      line["step_seconds"] = Seconds(t0, t4);
+      line["data_seconds"] = Seconds(t0, t1);
+      line["compute_seconds"] = Seconds(t1, t2);
+      line["comm_seconds"] = Seconds(t2, t3);
+      line["optim_seconds"] = Seconds(t3, t4);
+      metrics_->Write(line);
+    }
+
+    // Every decision below uses values all ranks share (allreduced), so all ranks agree.
+    if (step_ == 1) initial_loss = loss;
+    if (!std::isfinite(loss) || loss > config_.divergence_factor * initial_loss) {
+      diverged = true;
+      break;
+    }
+    if (target && target->metric == "loss") record_target(loss);
+    if (config_.eval_every_steps > 0 && step_ % config_.eval_every_steps == 0) eval_and_log();
+    if (reached) break;
+    if (config_.budget.seconds > 0 && elapsed >= config_.budget.seconds) break;
+  }
+
+  if (!diverged && last_eval_step != step_) eval_and_log();
+  Outcome outcome = Outcome::kCompleted;
+  if (diverged) {
+    outcome = Outcome::kDiverged;
+  } else if (reached) {
+    outcome = Outcome::kTargetReached;
+  } else if (target) {
+    outcome = Outcome::kBudgetExhausted;
+  }
+  if (metrics_ != nullptr) {
+    const bool have_eval = last_eval_step == step_;
+    metrics_->Write(
+        {{"kind", "end"},
+         {"outcome", OutcomeName(outcome)},
+         {"steps", step_},
+         {"samples", step_ * config_.batch_size},
+         {"seconds", ElapsedSeconds()},
+         {"target_step", reached ? nlohmann::ordered_json(target_step) : nullptr},
+         {"target_samples", reached ? nlohmann::ordered_json(target_samples) : nullptr},
+         {"target_seconds", NullableNumber(reached, target_seconds)},
+         {"final_loss", losses_.empty() ? nlohmann::ordered_json(nullptr)
+                                        : NullableNumber(std::isfinite(losses_.back()),
+                                                         losses_.back())},
+         {"final_test_loss", NullableNumber(have_eval, last_eval.loss)},
+         {"final_test_accuracy", NullableNumber(have_eval && classification, last_eval.accuracy)}});
+  }
+  return outcome;
+}
+
+}  // namespace batchlab::runner

@@ -1,0 +1,113 @@
+// The data-parallel training loop of one rank, top to bottom:
+//
+//   per step:  data      gather this rank's local batch rows (shard_sampler.h) into a buffer
+//              compute   `accumulation` micro-batches: forward, loss / A, backward; the gradients
+//                        of all parameters are views into ONE flat buffer (so the sum over
+//                        micro-batches is the local-batch mean and no copy is needed to reduce)
+//              comm      allreduce (average) of the flat buffer across ranks; three extra slots
+//                        carry the loss, the local squared gradient norm and the elapsed time, so
+//                        every rank sees the same values and takes the same stop decisions
+//              optim     LR from the schedule, optimizer step
+//   every eval.every_steps (and at the end): loss/accuracy on the held-out set, sharded over
+//   ranks and summed; target and divergence checks; budget in steps/epochs/samples/seconds.
+//
+// Gradient noise (docs/protocol.md, McCandlish et al. 2018): on measured steps, with K > 1 ranks
+// the local gradient (B_small = local batch, |g|^2 averaged over ranks) against the averaged one
+// (B_big = global batch); on one rank, micro-batch against accumulated gradient (B_small = micro
+// batch), and without accumulation the step is run as two half-batches (the same update).
+//
+//   Trainer trainer(config, data, comm.get(), writer.get(), rank);   // comm may be null if K = 1
+//   Outcome outcome = trainer.Run();   // writes start, step, eval and end lines (rank 0)
+//   int code = ExitCodeFor(outcome);
+#ifndef BATCHLAB_RUNNER_TRAINER_H_
+#define BATCHLAB_RUNNER_TRAINER_H_
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "runner/communicator.h"
+#include "runner/datasets/dataset.h"
+#include "runner/datasets/shard_sampler.h"
+#include "runner/lr_schedule.h"
+#include "runner/metrics_writer.h"
+#include "runner/models.h"
+#include "runner/run_config.h"
+
+namespace batchlab::runner {
+
+enum class Outcome { kCompleted, kTargetReached, kDiverged, kBudgetExhausted };
+
+const char* OutcomeName(Outcome outcome);  // "completed", "target_reached", ...
+int ExitCodeFor(Outcome outcome);          // 0, 3, 4, 5 (docs/protocol.md)
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;  // classification only
+};
+
+class Trainer {
+ public:
+  // `comm` may be null only when world_size is 1; `metrics` is null on ranks other than 0.
+  Trainer(const RunConfig& config, const Dataset& data, Communicator* comm,
+          MetricsWriter* metrics, int rank);
+  ~Trainer();
+
+  Outcome Run();
+
+  // All parameters flattened in registration order (float32), for --dump-params and tests.
+  torch::Tensor FlatParameters() const;
+  // The loss of every step so far (the global batch mean), for tests.
+  const std::vector<double>& losses() const { return losses_; }
+  int64_t steps_done() const { return step_; }
+  int64_t total_steps() const { return total_steps_; }
+
+  EvalResult Evaluate();  // collective: every rank must call it
+
+ private:
+  struct StepTimes {
+    double data = 0, compute = 0, comm = 0, optim = 0;
+  };
+  void BindGradientsToFlatBuffer();
+  void BroadcastParameters();
+  // Forward+backward of this rank's local batch into the flat gradient buffer; returns the
+  // local mean loss. On measured one-rank steps fills gns_sq_small_ (micro-batch norms).
+  double ComputeGradients(bool measure_micro);
+  torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor& target);
+  void Allreduce(torch::Tensor& tensor, ReduceOp op);
+  double ElapsedSeconds() const;
+
+  const RunConfig& config_;
+  const Dataset& data_;
+  Communicator* comm_;
+  MetricsWriter* metrics_;
+  int rank_;
+  int world_;
+
+  std::shared_ptr<Model> model_;
+  std::vector<torch::Tensor> params_;
+  int64_t param_count_ = 0;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<LrSchedule> lr_;
+  std::unique_ptr<ShardSampler> sampler_;
+
+  torch::Tensor flat_grad_;  // [param_count + kExtraSlots]
+  torch::Tensor grads_;      // flat_grad_[0:param_count]
+  torch::Tensor prev_grad_, scratch_;  // one-rank noise measurement
+  torch::Tensor batch_x_, batch_y_;    // [local_batch, F], [local_batch] or [local_batch, 1]
+
+  int64_t step_ = 0;
+  int64_t total_steps_ = 0;  // 0 = only a seconds budget
+  double gns_sq_small_ = 0;
+  int64_t gns_b_small_ = 0;
+  std::vector<double> losses_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace batchlab::runner
+
+#endif  // BATCHLAB_RUNNER_TRAINER_H_
