@@ -10,7 +10,7 @@
 //    row counts equal those computed while generating.
 //
 //   results_bench [--lines 100000] [--runs 100000] [--rows-per-run 100] [--dir /tmp]
-//                 [--baselines on|off]
+//                 [--baselines on|off] [--keep on|off]   (--keep on: leave big.db to time the CLI)
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -158,6 +158,22 @@ void IngestBench(const std::string& dir, int lines, bool baselines) {
              wal_rate, naive_values, wal_s, rate / wal_rate);
 }
 
+// A resolved config of realistic size (about 800 bytes, docs/protocol.md), stored with each run.
+std::string ResolvedConfig(const std::string& id, int batch, int nodes, const char* rule, int seed) {
+  return fmt::format(
+      R"({{"run_id":"{}","sweep":"big","attempt":1,"seed":{},"nodes":{},"ranks_per_node":1,)"
+      R"("world_size":{},"batch_size":{},"accumulation":1,"local_batch_size":{},)"
+      R"("micro_batch_size":{},"data":{{"name":"fashion-mnist","path":)"
+      R"("/usr/share/datasets/fashion-mnist"}},"model":{{"name":"mlp","hidden":[128]}},)"
+      R"("optimizer":{{"name":"momentum","momentum":0.9,"weight_decay":0.0}},)"
+      R"("lr":{{"base":0.05,"base_batch_size":64,"rule":"{}","warmup_steps":10,)"
+      R"("schedule":"constant"}},"budget":{{"epochs":1}},"eval":{{"every_steps":100,)"
+      R"("subset":0}},"target":{{"metric":"test_accuracy","op":">=","value":0.85}},)"
+      R"("comm":{{"backend":"mpi","bucket_mb":25}},"gns":{{"every_steps":1}},"threads":1,)"
+      R"("precision":"fp32","mode":"train","metrics_path":"runs/big/{}/attempt-1/metrics.jsonl"}})",
+      id, seed, nodes, nodes, batch, batch / nodes, batch / nodes, rule, id);
+}
+
 // 100,000 runs in one sweep, `rows_per_run` metric rows each (10 names x rows_per_run/10 seqs).
 void BuildBigDatabase(const std::string& path, int runs, int rows_per_run, int64_t* linear_big,
                       int* batch_sizes_reached) {
@@ -175,7 +191,7 @@ void BuildBigDatabase(const std::string& path, int runs, int rows_per_run, int64
   auto run_st = Must(db->Prepare(
       "INSERT INTO runs(run_key, id, sweep_id, ordinal, config_json, state, attempt, batch_size, "
       "nodes, world_size, lr_rule, optimizer, steps, seconds, target_step, final_test_accuracy) "
-      "VALUES(?, ?, 1, ?, '{}', ?, 1, ?, ?, ?, ?, 'momentum', ?, ?, ?, ?)"));
+      "VALUES(?, ?, 1, ?, ?, ?, 1, ?, ?, ?, ?, 'momentum', ?, ?, ?, ?)"));
   auto metric_st = Must(db->Prepare(
       "INSERT INTO metrics(run_key, attempt, seq, name_id, step, value) VALUES(?, 1, ?, ?, ?, ?)"));
   const int batch_choices[] = {32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
@@ -194,16 +210,18 @@ void BuildBigDatabase(const std::string& path, int runs, int rows_per_run, int64
     const bool hit = completed && (r % 3) == 0;
     if (batch >= 1024 && std::string(rule) == "linear" && completed) ++*linear_big;
     if (hit) reached[bi] = true;
-    run_st.BindInt(1, r + 1).BindText(2, fmt::format("{:016x}", rng())).BindInt(3, r);
-    run_st.BindText(4, completed ? "completed" : "failed").BindInt(5, batch).BindInt(6, nodes);
-    run_st.BindInt(7, nodes).BindText(8, rule).BindInt(9, 60000 / batch * 5);
-    run_st.BindDouble(10, 10 + 100 * u(rng));
+    const std::string id = fmt::format("{:016x}", rng());
+    run_st.BindInt(1, r + 1).BindText(2, id).BindInt(3, r);
+    run_st.BindText(4, ResolvedConfig(id, batch, nodes, rule, r));
+    run_st.BindText(5, completed ? "completed" : "failed").BindInt(6, batch).BindInt(7, nodes);
+    run_st.BindInt(8, nodes).BindText(9, rule).BindInt(10, 60000 / batch * 5);
+    run_st.BindDouble(11, 10 + 100 * u(rng));
     if (hit) {
-      run_st.BindInt(11, 1000 + static_cast<int64_t>(2000 * u(rng)));
+      run_st.BindInt(12, 1000 + static_cast<int64_t>(2000 * u(rng)));
     } else {
-      run_st.BindNull(11);
+      run_st.BindNull(12);
     }
-    BENCH_CHECK(run_st.BindDouble(12, 0.8 + 0.1 * u(rng)).Run());
+    BENCH_CHECK(run_st.BindDouble(13, 0.8 + 0.1 * u(rng)).Run());
     for (int i = 0; i < rows_per_run; ++i) {
       const int seq = i / names;
       metric_st.BindInt(1, r + 1).BindInt(2, seq).BindInt(3, i % names + 1).BindInt(4, seq + 1);
@@ -273,7 +291,7 @@ void QueryBench(const std::string& dir, int runs, int rows_per_run) {
 
 int main(int argc, char** argv) {
   int lines = 100000, runs = 100000, rows_per_run = 100;
-  bool baselines = true;
+  bool baselines = true, keep = false;
   std::string dir = std::filesystem::temp_directory_path().string();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -282,6 +300,7 @@ int main(int argc, char** argv) {
     if (flag == "--rows-per-run") rows_per_run = std::atoi(argv[i + 1]);
     if (flag == "--dir") dir = argv[i + 1];
     if (flag == "--baselines") baselines = std::string(argv[i + 1]) != "off";
+    if (flag == "--keep") keep = std::string(argv[i + 1]) == "on";
   }
   dir += "/batchlab-results-bench";
   if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
@@ -292,6 +311,10 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   batchlab::results::IngestBench(dir, lines, baselines);
   batchlab::results::QueryBench(dir, runs, rows_per_run);
-  std::filesystem::remove_all(dir);
+  if (keep) {
+    fmt::print("kept {}/big.db for timing the CLI\n", dir);
+  } else {
+    std::filesystem::remove_all(dir);
+  }
   return 0;
 }

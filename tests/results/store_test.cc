@@ -2,9 +2,11 @@
 // columns, state transitions (attempts, events, outcome reset) and free-form events.
 #include "results/store.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "results/database.h"
 #include "results/schema.h"
@@ -147,6 +149,41 @@ TEST_F(StoreTest, TransitionsCountAttemptsAndRecordEvents) {
             0);
   EXPECT_EQ(store_->Transition("missing", RunState::kRunning, {}).code(), StatusCode::kNotFound);
   EXPECT_EQ(store_->RecordEvent("missing", "retry", "").code(), StatusCode::kNotFound);
+}
+
+// Per sweep and batch size, the run with the fewest steps to target among those that reached it.
+TEST_F(StoreTest, BestRunPerBatchPicksFewestStepsToTarget) {
+  auto sweep = store_->CreateSweep("s", "{}", "h");
+  ASSERT_TRUE(sweep.ok());
+  struct R {
+    const char* id;
+    int batch;
+    const char* target_step;  // JSON: null = never reached
+  };
+  const R runs[] = {{"a", 64, "900"}, {"b", 64, "700"}, {"c", 64, "null"},
+                    {"d", 256, "null"}, {"e", 1024, "300"}};
+  for (const R& r : runs) {
+    RunRecord rec = Run(sweep->id, r.id);
+    rec.config_json = fmt::format(R"({{"batch_size":{}}})", r.batch);
+    ASSERT_TRUE(store_->AddRun(rec).ok());
+    ASSERT_TRUE(store_->Transition(r.id, RunState::kRunning, {}).ok());
+    testing::WriteFile(dir_.File(r.id),
+                       fmt::format("{{\"seq\":0,\"kind\":\"end\",\"target_step\":{}}}\n",
+                                   r.target_step));
+    ASSERT_TRUE(store_->IngestMetrics(r.id, 1, dir_.File(r.id)).ok());
+  }
+  auto db = Reader();
+  ASSERT_NE(db, nullptr);
+  auto st = db->Prepare(
+      "SELECT batch_size, run_id, target_step, runs_reached FROM best_run_per_batch "
+      "ORDER BY batch_size");
+  ASSERT_TRUE(st.ok());
+  std::vector<std::string> rows;
+  while (*st->Step()) {
+    rows.push_back(fmt::format("{} {} {} {}", st->ColumnInt(0), st->ColumnText(1),
+                               st->ColumnInt(2), st->ColumnInt(3)));
+  }
+  EXPECT_EQ(rows, (std::vector<std::string>{"64 b 700 2", "1024 e 300 1"}));
 }
 
 TEST(RunStateTest, NamesRoundTripAndClassify) {
