@@ -1,7 +1,6 @@
 // The training loop of one rank (see trainer.h for the shape of a step).
 #include "runner/trainer.h"
 
-#include <ATen/autocast_mode.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <limits>
 
 #include "runner/datasets/synthetic_linear.h"
+#include "runner/gradient_buckets.h"
 #include "runner/optimizer_factory.h"
 #include "runner/runner_error.h"
 
@@ -18,37 +18,17 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace F = torch::nn::functional;
 
-// Slots after the gradients in the flat buffer, averaged with them in the same allreduce.
+// The slots of stats_, a 3-element "gradient" bucketed and averaged with the real ones, so the
+// step's shared values cost no extra collective.
 constexpr int64_t kLossSlot = 0;       // local mean loss          -> global mean loss
 constexpr int64_t kLocalSqSlot = 1;    // |local gradient|^2       -> mean over ranks
 constexpr int64_t kElapsedSlot = 2;    // seconds since start      -> mean over ranks
-constexpr int64_t kExtraSlots = 3;
+constexpr int64_t kStatSlots = 3;
 constexpr int64_t kEvalChunk = 2048;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
-
-// bf16 autocast on the CPU for the forward pass (what torch.autocast("cpu") does).
-class CpuAutocast {
- public:
-  explicit CpuAutocast(bool enabled) : enabled_(enabled) {
-    if (!enabled_) return;
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::increment_nesting();
-  }
-  ~CpuAutocast() {
-    if (!enabled_) return;
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    at::autocast::set_cpu_enabled(false);
-  }
-  CpuAutocast(const CpuAutocast&) = delete;
-  CpuAutocast& operator=(const CpuAutocast&) = delete;
-
- private:
-  bool enabled_;
-};
 
 std::string HostName() {
   char buf[256] = {0};
@@ -97,8 +77,17 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   model_ = MakeModel(config_.model, data_);
   params_ = model_->parameters();
   param_count_ = model_->ParameterCount();
-  BindGradientsToFlatBuffer();
-  BroadcastParameters();
+  precision_ = ParsePrecision(config_.precision);
+  if (world_ == 1) {
+    BindGradientsToFlatBuffer();
+  } else {
+    stats_ = torch::zeros({kStatSlots}, torch::TensorOptions().requires_grad(true));
+    stats_.mutable_grad() = torch::zeros({kStatSlots});
+    std::vector<torch::Tensor> bucketed = params_;
+    bucketed.push_back(stats_);  // last, so the model's gradients keep their natural order
+    buckets_ = std::make_unique<GradientBuckets>(bucketed, config_.comm.bucket_mb);
+    buckets_->BroadcastParameters(*comm_, std::chrono::seconds(config_.comm.timeout_seconds));
+  }
 
   sampler_ = std::make_unique<ShardSampler>(data_.train_size(), config_.seed, rank_, world_,
                                             config_.local_batch_size);
@@ -129,27 +118,31 @@ Trainer::~Trainer() = default;
 
 void Trainer::BindGradientsToFlatBuffer() {
   // Autograd accumulates into an existing .grad in place, so after backward the gradients sit
-  // in flat_grad_ already fused: the allreduce needs no copy in or out (like DDP's
-  // gradient_as_bucket_view).
-  flat_grad_ = torch::zeros({param_count_ + kExtraSlots});
-  grads_ = flat_grad_.narrow(0, 0, param_count_);
+  // in grads_ already flat: norms and micro-batch differences need no gathering.
+  grads_ = torch::zeros({param_count_});
   int64_t offset = 0;
   for (auto& p : params_) {
-    p.mutable_grad() = flat_grad_.narrow(0, offset, p.numel()).view(p.sizes());
+    p.mutable_grad() = grads_.narrow(0, offset, p.numel()).view(p.sizes());
     offset += p.numel();
   }
 }
 
-void Trainer::BroadcastParameters() {
-  if (world_ == 1) return;
-  torch::NoGradGuard no_grad;
-  torch::Tensor flat = FlatParameters();
-  comm_->Broadcast(flat, 0)->Wait(std::chrono::seconds(config_.comm.timeout_seconds));
-  int64_t offset = 0;
-  for (auto& p : params_) {
-    p.copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));
-    offset += p.numel();
+void Trainer::ZeroGradients() {
+  if (world_ == 1) {
+    grads_.zero_();
+    return;
   }
+  for (auto& p : params_) p.mutable_grad().zero_();  // in place: the bucket views stay
+}
+
+double Trainer::GradSquaredNorm() {
+  if (world_ == 1) return grads_.dot(grads_).item<double>();
+  double sum = 0;
+  for (auto& p : params_) {
+    const torch::Tensor g = p.grad().reshape({-1});
+    sum += g.dot(g).item<double>();
+  }
+  return sum;
 }
 
 torch::Tensor Trainer::FlatParameters() const {
@@ -178,7 +171,7 @@ double Trainer::ComputeGradients(bool measure_micro) {
   const bool measured = measure_micro && m > 1;
   const bool bf16 = config_.precision == "bf16";
 
-  flat_grad_.zero_();
+  ZeroGradients();
   if (measured) prev_grad_.zero_();
   double loss_sum = 0, sq_sum = 0;
   for (int64_t i = 0; i < m; ++i) {
@@ -186,7 +179,7 @@ double Trainer::ComputeGradients(bool measure_micro) {
     torch::Tensor yb = m == 1 ? batch_y_ : batch_y_.narrow(0, i * mb, mb);
     torch::Tensor loss;
     {
-      CpuAutocast autocast(bf16);
+      AutocastGuard autocast(precision_);
       torch::Tensor out = model_->forward(xb);
       loss = Loss(bf16 ? out.to(torch::kFloat32) : out, yb);
     }
@@ -214,14 +207,13 @@ EvalResult Trainer::Evaluate() {
                                             : data_.test_size();
   const int64_t begin = n * rank_ / world_, end = n * (rank_ + 1) / world_;
   double loss_sum = 0, correct = 0;
-  const bool bf16 = config_.precision == "bf16";
   for (int64_t at = begin; at < end; at += kEvalChunk) {
     const int64_t rows = std::min(kEvalChunk, end - at);
     torch::Tensor x = data_.test_x.narrow(0, at, rows);
     torch::Tensor y = data_.test_y.narrow(0, at, rows);
     torch::Tensor out;
     {
-      CpuAutocast autocast(bf16);
+      AutocastGuard autocast(precision_);
       out = model_->forward(x).to(torch::kFloat32);
     }
     if (data_.classes > 0) {
@@ -287,7 +279,7 @@ Outcome Trainer::Run() {
     if (target && target->metric == "test_loss") record_target(last_eval.loss);
   };
 
-  float* extra = flat_grad_.data_ptr<float>() + param_count_;
+  float* extra = world_ > 1 ? stats_.grad().data_ptr<float>() : nullptr;
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
   while (total_steps_ == 0 || step_ < total_steps_) {
     ++step_;
@@ -301,10 +293,12 @@ Outcome Trainer::Run() {
     const double local_loss = ComputeGradients(measure && world_ == 1);
     const Clock::time_point t2 = Clock::now();
 
-    extra[kLossSlot] = static_cast<float>(local_loss);
-    extra[kLocalSqSlot] = measure && world_ > 1 ? grads_.dot(grads_).item<float>() : 0.0f;
-    extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2));
-    if (world_ > 1) comm_->Allreduce(flat_grad_, ReduceOp::kAvg)->Wait(timeout);
+    if (world_ > 1) {
+      extra[kLossSlot] = static_cast<float>(local_loss);
+      extra[kLocalSqSlot] = measure ? static_cast<float>(GradSquaredNorm()) : 0.0f;
+      extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2));
+      buckets_->AllreduceGradients(*comm_, timeout);
+    }
     const Clock::time_point t3 = Clock::now();
     const double loss = world_ > 1 ? extra[kLossSlot] : local_loss;
 
@@ -317,7 +311,7 @@ Outcome Trainer::Run() {
       line["gns_b_small"] = world_ > 1 ? config_.local_batch_size : gns_b_small_;
       line["gns_b_big"] = config_.batch_size;
       line["gns_sq_small"] = world_ > 1 ? static_cast<double>(extra[kLocalSqSlot]) : gns_sq_small_;
-      line["gns_sq_big"] = grads_.dot(grads_).item<double>();
+      line["gns_sq_big"] = GradSquaredNorm();
       if (data_.truth && config_.model.name == "logreg") {
         const auto named = model_->named_parameters();
         const torch::Tensor* bias = named.find("linear.bias");

@@ -3,10 +3,12 @@
 //   per step:  data      gather this rank's local batch rows (shard_sampler.h) into a buffer
 //              compute   `accumulation` micro-batches: forward, loss / A, backward; the gradients
 //                        of all parameters are views into ONE flat buffer (so the sum over
-//                        micro-batches is the local-batch mean and no copy is needed to reduce)
-//              comm      allreduce (average) of the flat buffer across ranks; three extra slots
-//                        carry the loss, the local squared gradient norm and the elapsed time, so
-//                        every rank sees the same values and takes the same stop decisions
+//                        micro-batches is the local-batch mean; with K > 1 the buffers are the
+//                        communication buckets themselves)
+//              comm      GradientBuckets (gradient_buckets.h) averages the gradients across ranks
+//                        in fused buckets; one extra 3-float "gradient" rides along carrying the
+//                        loss, the local squared gradient norm and the elapsed time, so every rank
+//                        sees the same values and takes the same stop decisions
 //              optim     LR from the schedule, optimizer step
 //   every eval.every_steps (and at the end): loss/accuracy on the held-out set, sharded over
 //   ranks and summed; target and divergence checks; budget in steps/epochs/samples/seconds.
@@ -33,9 +35,11 @@
 #include "runner/communicator.h"
 #include "runner/datasets/dataset.h"
 #include "runner/datasets/shard_sampler.h"
+#include "runner/gradient_buckets.h"
 #include "runner/lr_schedule.h"
 #include "runner/metrics_writer.h"
 #include "runner/models.h"
+#include "runner/precision.h"
 #include "runner/run_config.h"
 
 namespace batchlab::runner {
@@ -72,8 +76,9 @@ class Trainer {
   struct StepTimes {
     double data = 0, compute = 0, comm = 0, optim = 0;
   };
-  void BindGradientsToFlatBuffer();
-  void BroadcastParameters();
+  void BindGradientsToFlatBuffer();  // one rank: every .grad() a view into grads_
+  void ZeroGradients();
+  double GradSquaredNorm();  // of the model's gradients (not stats_)
   // Forward+backward of this rank's local batch into the flat gradient buffer; returns the
   // local mean loss. On measured one-rank steps fills gns_sq_small_ (micro-batch norms).
   double ComputeGradients(bool measure_micro);
@@ -95,8 +100,10 @@ class Trainer {
   std::unique_ptr<LrSchedule> lr_;
   std::unique_ptr<ShardSampler> sampler_;
 
-  torch::Tensor flat_grad_;  // [param_count + kExtraSlots]
-  torch::Tensor grads_;      // flat_grad_[0:param_count]
+  Precision precision_ = Precision::kFp32;
+  std::unique_ptr<GradientBuckets> buckets_;  // K > 1
+  torch::Tensor stats_;                       // K > 1: [loss, |g_local|^2, seconds] as a "grad"
+  torch::Tensor grads_;                       // K = 1: all gradients, flat
   torch::Tensor prev_grad_, scratch_;  // one-rank noise measurement
   torch::Tensor batch_x_, batch_y_;    // [local_batch, F], [local_batch] or [local_batch, 1]
 
