@@ -1,7 +1,7 @@
 // The critical batch size from steps-to-target at several batch sizes.
 //
-// McCandlish et al. (2018), arXiv:1812.06162, §2.2 and eq. 2.11: the steps S and examples E
-// needed to reach a fixed target at batch size B follow
+// McCandlish et al. (2018), arXiv:1812.06162, §2.3 (data/time trade-off): the steps S and examples
+// E needed to reach a fixed target at batch size B follow
 //   S = S_min (1 + B_noise / B),   E = E_min (1 + B / B_noise),   E_min = S_min · B_noise,
 // and the critical batch size B_crit = E_min / S_min (= B_noise under this model) balances the
 // two. S is linear in x = 1/B: S = a + b·x with a = S_min and b = E_min, so a weighted linear

@@ -75,21 +75,16 @@ StatusOr<GnsEstimate> EstimateGns(const std::vector<GnsSample>& samples,
         "> 0 in the sweep spec, or widen the step window)",
         n, options.from_step, options.to_step));
   }
-  auto mean_ratio = [&](const std::vector<size_t>* idx, double* g2_out, double* tr_out) {
-    double g2 = 0, tr = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const GnsTerms& t = terms[idx ? (*idx)[i] : i];
-      g2 += t.g2;
-      tr += t.trace;
-    }
-    g2 /= static_cast<double>(n);
-    tr /= static_cast<double>(n);
-    if (g2_out) *g2_out = g2;
-    if (tr_out) *tr_out = tr;
-    return Ratio(tr, g2);
-  };
-  const double point = mean_ratio(nullptr, &est.g2, &est.trace);
+  // Prefix sums make each moving block's sum O(1): a replicate costs n/block draws.
+  std::vector<double> pg(n + 1, 0.0), pt(n + 1, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    pg[i + 1] = pg[i] + terms[i].g2;
+    pt[i + 1] = pt[i] + terms[i].trace;
+  }
   est.samples = static_cast<int64_t>(n);
+  est.g2 = pg[n] / static_cast<double>(n);
+  est.trace = pt[n] / static_cast<double>(n);
+  const double point = Ratio(est.trace, est.g2);
   if (!(est.g2 > 0)) {
     return FailedPreconditionError(fmt::format(
         "the mean unbiased |G|² over steps [{}, {}] is {:.3g} (not positive): gradient noise "
@@ -97,12 +92,23 @@ StatusOr<GnsEstimate> EstimateGns(const std::vector<GnsSample>& samples,
         est.first_step, est.last_step, est.g2));
   }
   Resampler rs(options.seed);
-  const size_t block = options.block > 0 ? options.block : DefaultBlockLength(n);
+  size_t block = options.block > 0 ? options.block : DefaultBlockLength(n);
+  if (block >= n) block = 1;  // one block would be the whole series: ordinary bootstrap
+  const size_t starts = n - block + 1;
   std::vector<double> reps;
   reps.reserve(static_cast<size_t>(std::max(options.resamples, 0)));
   for (int r = 0; r < options.resamples; ++r) {
-    const std::vector<size_t> idx = rs.BlockIndices(n, block);
-    reps.push_back(mean_ratio(&idx, nullptr, nullptr));
+    // Blocks of `block` consecutive steps from uniform starts until n steps are drawn (the last
+    // block truncated), as in Resampler::BlockIndices.
+    double g2 = 0, tr = 0;
+    for (size_t filled = 0; filled < n;) {
+      const size_t s = rs.Index(starts);
+      const size_t len = std::min(block, n - filled);
+      g2 += pg[s + len] - pg[s];
+      tr += pt[s + len] - pt[s];
+      filled += len;
+    }
+    reps.push_back(Ratio(tr, g2));  // the ratio of sums equals the ratio of means
   }
   est.b_simple = PercentileInterval(point, std::move(reps), options.confidence);
   return est;

@@ -4,7 +4,7 @@
 // training seconds and compute spent up to it). Per batch size: the best configuration over the
 // other swept values (learning rate, rule, optimizer, ...), as in Shallue, Lee, Antognini,
 // Sohl-Dickstein, Frostig & Dahl (2018), "Measuring the Effects of Data Parallelism on Neural
-// Network Training", arXiv:1811.03600 (JMLR 20, 2019) §3. Runs that diverged or never reached
+// Network Training", arXiv:1811.03600 (JMLR 20, 2019). Runs that diverged or never reached
 // the target are counted and reported, never silently dropped.
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(Target target, ParseTarget("test_accuracy>=0.85"));

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <thread>
 
 #include <fmt/core.h>
 
@@ -17,48 +19,76 @@ StatusOr<Target> ResolveTarget(const SweepData& sweep, const StudyOptions& optio
       sweep.name));
 }
 
-GnsSection AnalyzeGns(const SweepData& sweep, const StudyOptions& options) {
-  GnsSection out;
-  std::map<std::string, std::vector<double>> by_config;
-  std::map<std::string, std::string> labels;
-  std::vector<double> values;
+namespace {
+
+// The noise-scale estimate of one run (nullopt when it logged no gns_* metrics).
+std::optional<GnsRun> GnsOfRun(const RunData& run, const StudyOptions& options) {
+  const std::vector<GnsSample> samples = GnsSamplesOf(run);
+  if (samples.empty()) return std::nullopt;
+  GnsRun r;
+  r.run_id = run.id;
+  r.label = RunLabel(run);
+  r.config_key = ConfigKey(run, {"seed"});
+  r.batch_size = run.batch_size;
+  r.world_size = run.world_size;
   GnsOptions g;
   g.from_step = options.from_step;
   g.to_step = options.to_step;
   g.resamples = options.resamples;
   g.confidence = options.confidence;
   g.seed = options.seed;
-  for (const RunData& run : sweep.runs) {
-    const std::vector<GnsSample> samples = GnsSamplesOf(run);
-    if (samples.empty()) continue;
-    GnsRun r;
-    r.run_id = run.id;
-    r.label = RunLabel(run);
-    r.config_key = ConfigKey(run, {"seed"});
-    r.batch_size = run.batch_size;
-    r.world_size = run.world_size;
-    StatusOr<std::vector<GnsPoint>> series = GnsSeries(samples, options.beta);
-    if (series.ok()) r.series = std::move(*series);
-    StatusOr<GnsEstimate> est = EstimateGns(samples, g);
-    if (!series.ok()) {
-      r.status = series.status();
-    } else if (!est.ok()) {
-      r.status = est.status();
-    } else {
-      r.estimate = *est;
-      values.push_back(est->b_simple.value);
-      by_config[r.config_key].push_back(est->b_simple.value);
-      labels[r.config_key] = r.label;
+  StatusOr<std::vector<GnsPoint>> series = GnsSeries(samples, options.beta);
+  if (!series.ok()) {
+    r.status = series.status();
+    return r;
+  }
+  r.series = std::move(*series);
+  StatusOr<GnsEstimate> est = EstimateGns(samples, g);
+  if (est.ok()) {
+    r.estimate = *est;
+  } else {
+    r.status = est.status();
+  }
+  return r;
+}
+
+}  // namespace
+
+GnsSection AnalyzeGns(const SweepData& sweep, const StudyOptions& options) {
+  // Runs are independent: the bootstraps of a large sweep are spread over the cores. Each run's
+  // bootstrap is seeded by options.seed alone, so results do not depend on the thread count.
+  const size_t n = sweep.runs.size();
+  std::vector<std::optional<GnsRun>> per_run(n);
+  const size_t threads =
+      std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), n / 64));
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (size_t i = t; i < n; i += threads) per_run[i] = GnsOfRun(sweep.runs[i], options);
+    });
+  }
+  for (std::thread& th : pool) th.join();
+
+  GnsSection out;
+  std::map<std::string, std::vector<double>> by_config;
+  std::map<std::string, std::string> labels;
+  std::vector<double> values;
+  for (std::optional<GnsRun>& r : per_run) {
+    if (!r) continue;
+    if (r->status.ok()) {
+      values.push_back(r->estimate.b_simple.value);
+      by_config[r->config_key].push_back(r->estimate.b_simple.value);
+      labels[r->config_key] = r->label;
     }
-    out.runs.push_back(std::move(r));
+    out.runs.push_back(std::move(*r));
   }
   for (const auto& [key, v] : by_config) {
     if (v.size() >= 2) out.seeds.push_back({key, labels[key], SpreadAcrossSeeds(v)});
   }
   if (!values.empty()) {
+    out.min = *std::min_element(values.begin(), values.end());
+    out.max = *std::max_element(values.begin(), values.end());
     out.median = Quantile(values, 0.5);
-    out.min = values.front();  // Quantile sorted them
-    out.max = values.back();
   }
   return out;
 }

@@ -119,7 +119,7 @@ std::vector<Table> CritTables(const CritSection& crit) {
   }
   fit.notes.push_back(fmt::format(
       "Fit of S = S_min (1 + B_crit/B), linear in 1/B with weights 1/S^2 (McCandlish et al. 2018 "
-      "eq. 2.11), over {} points at {} batch sizes; {:.0f}% bootstrap over {} ({} resamples); "
+      "section 2.3), over {} points at {} batch sizes; {:.0f}% bootstrap over {} ({} resamples); "
       "RMS relative residual {}.",
       f.points, f.batch_sizes, 100 * f.b_crit.confidence, f.bootstrap, f.resamples,
       Pct(f.rms_relative_residual)));
