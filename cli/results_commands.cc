@@ -72,10 +72,9 @@ Status RunShow(const CliContext& ctx, const ResultsArgs& a) {
 
 Status RunQuery(const CliContext& ctx, const ResultsArgs& a) {
   BATCHLAB_ASSIGN_OR_RETURN(
-      OutputFormat format,
-      results::ParseOutputFormat(a.format, "--format",
-                                 {OutputFormat::kTable, OutputFormat::kCsv, OutputFormat::kJson,
-                                  OutputFormat::kJsonl}));
+      OutputFormat format, results::ParseOutputFormat(a.format, "--format",
+                                                      {OutputFormat::kTable, OutputFormat::kCsv,
+                                                       OutputFormat::kJson, OutputFormat::kJsonl}));
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
   auto st = db->Prepare(a.sql);
   if (!st.ok()) {
@@ -145,9 +144,9 @@ void AddResultsCommands(CLI::App& app, CliContext& ctx) {
   AddVersionFlag(*results);
   results->require_subcommand(1);
   auto args = std::make_shared<ResultsArgs>();
-  const std::string columns_help = fmt::format(
-      "Comma-separated columns (default {}); any of: {}",
-      fmt::join(results::DefaultListColumns(), ","), fmt::join(results::RunSummaryColumns(), ","));
+  const std::string columns_help = fmt::format("Comma-separated columns (default {}); any of: {}",
+                                               fmt::join(results::DefaultListColumns(), ","),
+                                               fmt::join(results::RunSummaryColumns(), ","));
 
   auto* list = results->add_subcommand("list", "List runs with their parameters and outcome");
   AddVersionFlag(*list);

@@ -17,13 +17,16 @@ Status SqliteError(sqlite3* db, int rc, const char* file, int line, std::string_
       fmt::format("{} ({}:{}: sqlite {}: {})", what, file, line, sqlite3_errstr(rc), detail);
   switch (rc & 0xff) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED: return UnavailableError(std::move(message));
+    case SQLITE_LOCKED:
+      return UnavailableError(std::move(message));
     case SQLITE_NOTADB:
     case SQLITE_CORRUPT:
       return FailedPreconditionError(std::move(message) +
                                      "; the file is not a SQLite database or is corrupt");
-    case SQLITE_CANTOPEN: return NotFoundError(std::move(message));
-    default: return InternalError(std::move(message));
+    case SQLITE_CANTOPEN:
+      return NotFoundError(std::move(message));
+    default:
+      return InternalError(std::move(message));
   }
 }
 
@@ -61,8 +64,8 @@ void Statement::Finalize() {
 
 void Statement::NoteBind(int rc, int index) {
   if (rc != SQLITE_OK && bind_status_.ok()) {
-    bind_status_ =
-        SqliteError(db_, rc, __FILE__, __LINE__, fmt::format("binding parameter {} of {}", index, sql_));
+    bind_status_ = SqliteError(db_, rc, __FILE__, __LINE__,
+                               fmt::format("binding parameter {} of {}", index, sql_));
   }
 }
 
@@ -75,9 +78,9 @@ Statement& Statement::BindDouble(int index, double value) {
   return *this;
 }
 Statement& Statement::BindText(int index, std::string_view value) {
-  NoteBind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
-                               SQLITE_UTF8),
-           index);
+  NoteBind(
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+      index);
   return *this;
 }
 Statement& Statement::BindNull(int index) {
@@ -146,8 +149,8 @@ bool Statement::IsReadOnly() const { return sqlite3_stmt_readonly(stmt_) != 0; }
 
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, Mode mode,
                                                    int busy_timeout_ms) {
-  int flags = mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY
-                                      : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int flags =
+      mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   flags |= SQLITE_OPEN_NOMUTEX;  // one connection per thread
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
@@ -177,7 +180,8 @@ Status Database::Exec(std::string_view sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &err);
   if (rc != SQLITE_OK) {
-    std::string what = fmt::format("executing {}", text.size() > 200 ? text.substr(0, 200) + "..." : text);
+    std::string what =
+        fmt::format("executing {}", text.size() > 200 ? text.substr(0, 200) + "..." : text);
     sqlite3_free(err);
     return SqliteError(db_, rc, __FILE__, __LINE__, what);
   }
@@ -192,8 +196,13 @@ StatusOr<Statement> Database::Prepare(std::string_view sql) {
       fmt::format("preparing {}", sql));
   if (stmt == nullptr) return InvalidArgumentError(fmt::format("no SQL statement in '{}'", sql));
   Statement out(db_, stmt, std::string(sql));
-  for (; tail != nullptr && *tail != '\0'; ++tail) {
-    if (*tail != ' ' && *tail != '\n' && *tail != '\t' && *tail != '\r' && *tail != ';') {
+  // Anything after the statement must compile to nothing (whitespace, `;`, comments).
+  const char* end = sql.data() + sql.size();
+  if (tail != nullptr && tail < end) {
+    sqlite3_stmt* extra = nullptr;
+    const int rc = sqlite3_prepare_v2(db_, tail, static_cast<int>(end - tail), &extra, nullptr);
+    sqlite3_finalize(extra);
+    if (rc != SQLITE_OK || extra != nullptr) {
       return InvalidArgumentError(
           fmt::format("only one SQL statement at a time; found more after '{}'", out.sql()));
     }

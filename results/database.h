@@ -48,12 +48,12 @@ bool SqliteOk(int rc);
 
 // Evaluates `expr` (an SQLite call returning a result code) and returns a Status naming
 // file:line, the SQLite message and `what` from the enclosing function if it failed.
-#define BATCHLAB_SQLITE_CHECK(db, expr, what)                                             \
-  do {                                                                                    \
-    int batchlab_sqlite_rc_ = (expr);                                                     \
-    if (!::batchlab::results::SqliteOk(batchlab_sqlite_rc_))                              \
+#define BATCHLAB_SQLITE_CHECK(db, expr, what)                                                \
+  do {                                                                                       \
+    int batchlab_sqlite_rc_ = (expr);                                                        \
+    if (!::batchlab::results::SqliteOk(batchlab_sqlite_rc_))                                 \
       return ::batchlab::results::SqliteError((db), batchlab_sqlite_rc_, __FILE__, __LINE__, \
-                                              (what));                                    \
+                                              (what));                                       \
   } while (0)
 
 namespace batchlab::results {
@@ -137,7 +137,8 @@ class Database {
   sqlite3* handle() const { return db_; }
 
  private:
-  Database(sqlite3* db, std::string path, Mode mode) : db_(db), path_(std::move(path)), mode_(mode) {}
+  Database(sqlite3* db, std::string path, Mode mode)
+      : db_(db), path_(std::move(path)), mode_(mode) {}
 
   sqlite3* db_;
   std::string path_;

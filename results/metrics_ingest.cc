@@ -1,11 +1,11 @@
 // Exactly-once ingest of runner metrics files; see metrics_ingest.h.
 #include "results/metrics_ingest.h"
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <optional>
-#include <algorithm>
-#include <filesystem>
 #include <system_error>
 
 #include <fmt/core.h>
@@ -17,15 +17,13 @@ namespace {
 using nlohmann::json;
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::optional<int64_t> OptInt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->is_number_integer() ? it->get<int64_t>()
-                                 : static_cast<int64_t>(it->get<double>());
+  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
 }
 
 std::optional<double> OptDouble(const json& j, const char* key) {
@@ -53,9 +51,9 @@ Status MetricsIngester::PrepareStatements() {
       save_cursor_,
       db_.Prepare("INSERT OR REPLACE INTO ingest_cursors(run_key, attempt, byte_offset, lines, "
                   "last_seq, saw_end) VALUES(?, ?, ?, ?, ?, ?)"));
-  BATCHLAB_ASSIGN_OR_RETURN(
-      insert_event_, db_.Prepare("INSERT INTO events(run_key, attempt, time, kind, message) "
-                                 "VALUES(?, ?, ?, ?, ?)"));
+  BATCHLAB_ASSIGN_OR_RETURN(insert_event_,
+                            db_.Prepare("INSERT INTO events(run_key, attempt, time, kind, message) "
+                                        "VALUES(?, ?, ?, ?, ?)"));
   BATCHLAB_ASSIGN_OR_RETURN(
       update_end_,
       db_.Prepare("UPDATE runs SET outcome = ?, steps = ?, samples = ?, seconds = ?, "
@@ -205,8 +203,9 @@ Status MetricsIngester::StoreValues(int64_t run_key, int attempt, const MetricsL
 StatusOr<Statement*> MetricsIngester::InsertRows(size_t n) {
   auto it = insert_rows_.find(n);
   if (it != insert_rows_.end()) return &it->second;
-  std::string sql = "INSERT OR IGNORE INTO metrics(run_key, attempt, seq, name_id, step, value) "
-                    "VALUES(?, ?, ?, ?, ?, ?)";
+  std::string sql =
+      "INSERT OR IGNORE INTO metrics(run_key, attempt, seq, name_id, step, value) "
+      "VALUES(?, ?, ?, ?, ?, ?)";
   for (size_t i = 1; i < n; ++i) sql += ", (?, ?, ?, ?, ?, ?)";
   BATCHLAB_ASSIGN_OR_RETURN(Statement st, db_.Prepare(sql));
   return &insert_rows_.emplace(n, std::move(st)).first->second;

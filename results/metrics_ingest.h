@@ -18,9 +18,9 @@
 #define BATCHLAB_RESULTS_METRICS_INGEST_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
-#include <map>
 #include <unordered_map>
 
 #include "base/status.h"
@@ -69,8 +69,8 @@ class MetricsIngester {
   bool prepared_ = false;
   MetricsLineParser parser_;
   std::map<size_t, Statement> insert_rows_;
-  Statement insert_name_, select_name_, load_cursor_, save_cursor_,
-      insert_event_, update_end_, update_host_;
+  Statement insert_name_, select_name_, load_cursor_, save_cursor_, insert_event_, update_end_,
+      update_host_;
   std::unordered_map<std::string, int64_t> name_ids_;
 };
 

@@ -26,16 +26,19 @@ std::string UtcTime(double unix_seconds) {
 
 std::string CellText(const Statement& st, int c) {
   switch (st.ColumnType(c)) {
-    case SQLITE_NULL: return "-";
-    case SQLITE_INTEGER: return fmt::format("{}", st.ColumnInt(c));
-    case SQLITE_FLOAT: return fmt::format("{}", st.ColumnDouble(c));
-    default: return st.ColumnText(c);
+    case SQLITE_NULL:
+      return "-";
+    case SQLITE_INTEGER:
+      return fmt::format("{}", st.ColumnInt(c));
+    case SQLITE_FLOAT:
+      return fmt::format("{}", st.ColumnDouble(c));
+    default:
+      return st.ColumnText(c);
   }
 }
 
 Status WriteSummary(Database& db, const std::string& run_id, std::FILE* out) {
-  BATCHLAB_ASSIGN_OR_RETURN(Statement st,
-                            db.Prepare("SELECT * FROM run_summary WHERE run_id = ?"));
+  BATCHLAB_ASSIGN_OR_RETURN(Statement st, db.Prepare("SELECT * FROM run_summary WHERE run_id = ?"));
   st.BindText(1, run_id);
   BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return NotFoundError(fmt::format("no run '{}'", run_id));
@@ -65,8 +68,8 @@ Status WriteMetricsDigest(Database& db, const std::string& run_id, std::FILE* ou
     BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
     if (!row) break;
     if (!any) {
-      fmt::print(out, "\nmetrics (current attempt)\n  {:<20} {:>8} {:>12} {:>12} {:>12}\n",
-                 "name", "values", "min", "max", "last");
+      fmt::print(out, "\nmetrics (current attempt)\n  {:<20} {:>8} {:>12} {:>12} {:>12}\n", "name",
+                 "values", "min", "max", "last");
       any = true;
     }
     fmt::print(out, "  {:<20} {:>8} {:>12.6g} {:>12.6g} {:>12.6g}\n", st.ColumnText(0),

@@ -10,16 +10,16 @@ namespace batchlab::results {
 
 const std::vector<std::string>& DefaultListColumns() {
   static const std::vector<std::string> kColumns = {
-      "run_id", "batch_size", "nodes",  "world_size",          "lr_rule",
+      "run_id", "batch_size", "nodes",       "world_size",          "lr_rule",
       "state",  "steps",      "target_step", "final_test_accuracy", "seconds"};
   return kColumns;
 }
 
 StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
                                  std::optional<int> version) {
-  BATCHLAB_ASSIGN_OR_RETURN(
-      Statement st, db.Prepare("SELECT id FROM sweeps WHERE name = ?1 AND (?2 IS NULL OR "
-                               "version = ?2) ORDER BY version DESC LIMIT 1"));
+  BATCHLAB_ASSIGN_OR_RETURN(Statement st,
+                            db.Prepare("SELECT id FROM sweeps WHERE name = ?1 AND (?2 IS NULL OR "
+                                       "version = ?2) ORDER BY version DESC LIMIT 1"));
   st.BindText(1, name);
   if (version) {
     st.BindInt(2, *version);
@@ -28,19 +28,20 @@ StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
   }
   BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
   if (row) return st.ColumnInt(0);
-  BATCHLAB_ASSIGN_OR_RETURN(
-      Statement all, db.Prepare("SELECT name || ' (v' || max(version) || ')' FROM sweeps "
-                                "GROUP BY name ORDER BY name"));
+  BATCHLAB_ASSIGN_OR_RETURN(Statement all,
+                            db.Prepare("SELECT name || ' (v' || max(version) || ')' FROM sweeps "
+                                       "GROUP BY name ORDER BY name"));
   std::vector<std::string> known;
   while (true) {
     BATCHLAB_ASSIGN_OR_RETURN(bool r, all.Step());
     if (!r) break;
     known.push_back(all.ColumnText(0));
   }
-  const std::string what =
-      version ? fmt::format("sweep '{}' version {}", name, *version) : fmt::format("sweep '{}'", name);
-  return NotFoundError(fmt::format("{} is not in {}; sweeps there: {}", what, db.path(),
-                                   known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+  const std::string what = version ? fmt::format("sweep '{}' version {}", name, *version)
+                                   : fmt::format("sweep '{}'", name);
+  return NotFoundError(
+      fmt::format("{} is not in {}; sweeps there: {}", what, db.path(),
+                  known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
 }
 
 StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
@@ -73,12 +74,12 @@ StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
 StatusOr<Statement> PrepareRunsExport(Database& db, int64_t sweep_id) {
   std::string columns;
   for (const auto& c : RunSummaryColumns()) columns += fmt::format("s.{0} AS {0}, ", c);
-  BATCHLAB_ASSIGN_OR_RETURN(
-      Statement st, db.Prepare(fmt::format("SELECT {}r.config_json AS config_json "
-                                           "FROM run_summary s JOIN runs r ON r.run_key = "
-                                           "s.run_key WHERE s.sweep_id = ? "
-                                           "ORDER BY s.ordinal, s.run_id",
-                                           columns)));
+  BATCHLAB_ASSIGN_OR_RETURN(Statement st,
+                            db.Prepare(fmt::format("SELECT {}r.config_json AS config_json "
+                                                   "FROM run_summary s JOIN runs r ON r.run_key = "
+                                                   "s.run_key WHERE s.sweep_id = ? "
+                                                   "ORDER BY s.ordinal, s.run_id",
+                                                   columns)));
   st.BindInt(1, sweep_id);
   return st;
 }
@@ -117,9 +118,10 @@ StatusOr<std::string> ResolveRunId(Database& db, const std::string& id_or_prefix
                                      id_or_prefix, db.path()));
   }
   if (matches[0] == id_or_prefix || matches.size() == 1) return matches[0];
-  return InvalidArgumentError(fmt::format("run id prefix '{}' is ambiguous: {}, ...; give more "
-                                          "characters",
-                                          id_or_prefix, fmt::join(matches, ", ")));
+  return InvalidArgumentError(
+      fmt::format("run id prefix '{}' is ambiguous: {}, ...; give more "
+                  "characters",
+                  id_or_prefix, fmt::join(matches, ", ")));
 }
 
 }  // namespace batchlab::results

@@ -218,11 +218,16 @@ const char* SchemaDdl(int version) {
   static const std::string v3 = v2 + kV2ToV3;
   static const std::string v4 = v3 + kV3ToV4;
   switch (version) {
-    case 1: return v1.c_str();
-    case 2: return v2.c_str();
-    case 3: return v3.c_str();
-    case 4: return v4.c_str();
-    default: return nullptr;
+    case 1:
+      return v1.c_str();
+    case 2:
+      return v2.c_str();
+    case 3:
+      return v3.c_str();
+    case 4:
+      return v4.c_str();
+    default:
+      return nullptr;
   }
 }
 

@@ -31,8 +31,7 @@ constexpr std::array<std::pair<RunState, const char*>, 9> kStateNames = {{
 }};
 
 double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string HostName() {
@@ -133,15 +132,16 @@ class SqliteStore final : public Store {
     for (const auto& [name, text] : run.params) {
       json v = json::parse(text, nullptr, false);
       if (v.is_discarded()) {
-        return InvalidArgumentError(fmt::format(
-            "run {}: parameter `{}` = '{}' is not a JSON value (strings need quotes)", run.id,
-            name, text));
+        return InvalidArgumentError(
+            fmt::format("run {}: parameter `{}` = '{}' is not a JSON value (strings need quotes)",
+                        run.id, name, text));
       }
       params[name] = std::move(v);
     }
     BATCHLAB_ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
-    std::string columns = "id, sweep_id, ordinal, config_json, state, attempt, exit_code, host, "
-                          "started_at, ended_at";
+    std::string columns =
+        "id, sweep_id, ordinal, config_json, state, attempt, exit_code, host, "
+        "started_at, ended_at";
     std::string marks = "?, ?, ?, ?, ?, ?, ?, ?, ?, ?";
     for (const auto& c : kTypedColumns) {
       columns += fmt::format(", {}", c.column);
@@ -191,9 +191,9 @@ class SqliteStore final : public Store {
         db_->Prepare("SELECT run_key, id, sweep_id, ordinal, config_json, state, attempt, "
                      "exit_code, host, started_at, ended_at FROM runs WHERE sweep_id = ? "
                      "ORDER BY ordinal, id"));
-    BATCHLAB_ASSIGN_OR_RETURN(
-        Statement p, db_->Prepare("SELECT name, json_quote(value) FROM run_params "
-                                  "WHERE run_key = ? ORDER BY name"));
+    BATCHLAB_ASSIGN_OR_RETURN(Statement p,
+                              db_->Prepare("SELECT name, json_quote(value) FROM run_params "
+                                           "WHERE run_key = ? ORDER BY name"));
     st.BindInt(1, sweep_id);
     std::vector<RunRecord> out;
     while (true) {
@@ -318,8 +318,7 @@ StatusOr<RunState> ParseRunState(const std::string& name) {
     if (name == n) return state;
     valid += valid.empty() ? n : std::string(", ") + n;
   }
-  return InvalidArgumentError(
-      fmt::format("unknown run state '{}'; valid states: {}", name, valid));
+  return InvalidArgumentError(fmt::format("unknown run state '{}'; valid states: {}", name, valid));
 }
 
 bool IsTerminal(RunState s) { return s != RunState::kPending && s != RunState::kRunning; }

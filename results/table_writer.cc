@@ -23,8 +23,8 @@ constexpr std::pair<OutputFormat, const char*> kNames[] = {
 };
 
 bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(),
-                                                suffix.data(), suffix.size()) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix.data(), suffix.size()) == 0;
 }
 
 std::string UtcTime(double unix_seconds) {
@@ -47,11 +47,14 @@ std::string HumanReal(double x) {
 // One cell as a person reads it in the table format.
 std::string TableCell(const Statement& st, int c, const std::string& column) {
   switch (st.ColumnType(c)) {
-    case SQLITE_NULL: return "";
-    case SQLITE_INTEGER: return fmt::format("{}", st.ColumnInt(c));
+    case SQLITE_NULL:
+      return "";
+    case SQLITE_INTEGER:
+      return fmt::format("{}", st.ColumnInt(c));
     case SQLITE_FLOAT:
       return EndsWith(column, "_at") ? UtcTime(st.ColumnDouble(c)) : HumanReal(st.ColumnDouble(c));
-    default: return st.ColumnText(c);
+    default:
+      return st.ColumnText(c);
   }
 }
 
@@ -70,10 +73,16 @@ void AppendCsvField(fmt::memory_buffer& buf, std::string_view s) {
 
 void AppendCsvCell(fmt::memory_buffer& buf, const Statement& st, int c) {
   switch (st.ColumnType(c)) {
-    case SQLITE_NULL: return;
-    case SQLITE_INTEGER: fmt::format_to(std::back_inserter(buf), "{}", st.ColumnInt(c)); return;
-    case SQLITE_FLOAT: fmt::format_to(std::back_inserter(buf), "{}", st.ColumnDouble(c)); return;
-    default: AppendCsvField(buf, st.ColumnText(c));
+    case SQLITE_NULL:
+      return;
+    case SQLITE_INTEGER:
+      fmt::format_to(std::back_inserter(buf), "{}", st.ColumnInt(c));
+      return;
+    case SQLITE_FLOAT:
+      fmt::format_to(std::back_inserter(buf), "{}", st.ColumnDouble(c));
+      return;
+    default:
+      AppendCsvField(buf, st.ColumnText(c));
   }
 }
 
@@ -81,8 +90,12 @@ void AppendCsvCell(fmt::memory_buffer& buf, const Statement& st, int c) {
 // infinities become null), or an escaped string.
 void AppendJsonCell(fmt::memory_buffer& buf, const Statement& st, int c) {
   switch (st.ColumnType(c)) {
-    case SQLITE_NULL: buf.append(std::string_view("null")); return;
-    case SQLITE_INTEGER: fmt::format_to(std::back_inserter(buf), "{}", st.ColumnInt(c)); return;
+    case SQLITE_NULL:
+      buf.append(std::string_view("null"));
+      return;
+    case SQLITE_INTEGER:
+      fmt::format_to(std::back_inserter(buf), "{}", st.ColumnInt(c));
+      return;
     case SQLITE_FLOAT: {
       const double d = st.ColumnDouble(c);
       if (std::isfinite(d)) {
@@ -134,8 +147,8 @@ StatusOr<OutputFormat> ParseOutputFormat(std::string_view name, std::string_view
     valid.emplace_back(OutputFormatName(f));
     if (name == OutputFormatName(f)) return f;
   }
-  return InvalidArgumentError(fmt::format("{} '{}': unknown format; valid formats: {}", flag,
-                                          name, fmt::join(valid, ", ")));
+  return InvalidArgumentError(fmt::format("{} '{}': unknown format; valid formats: {}", flag, name,
+                                          fmt::join(valid, ", ")));
 }
 
 StatusOr<int64_t> WriteRows(Statement& st, OutputFormat format, std::FILE* out) {

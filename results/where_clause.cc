@@ -44,16 +44,42 @@ std::variant<int64_t, double, std::string> TypedValue(std::string_view text) {
 }  // namespace
 
 const std::vector<std::string>& RunSummaryColumns() {
-  static const std::vector<std::string> kColumns = {
-      "sweep",          "sweep_version",     "run_id",       "ordinal",
-      "state",          "attempt",           "exit_code",    "batch_size",
-      "nodes",          "ranks_per_node",    "world_size",   "local_batch_size",
-      "accumulation",   "optimizer",         "lr_rule",      "lr_base",
-      "lr_base_batch_size", "seed",          "model",        "dataset",
-      "precision",      "comm_backend",      "outcome",      "steps",
-      "samples",        "seconds",           "target_step",  "target_samples",
-      "target_seconds", "final_test_loss",   "final_test_accuracy", "started_at",
-      "ended_at",       "host",              "sweep_id",     "run_key"};
+  static const std::vector<std::string> kColumns = {"sweep",
+                                                    "sweep_version",
+                                                    "run_id",
+                                                    "ordinal",
+                                                    "state",
+                                                    "attempt",
+                                                    "exit_code",
+                                                    "batch_size",
+                                                    "nodes",
+                                                    "ranks_per_node",
+                                                    "world_size",
+                                                    "local_batch_size",
+                                                    "accumulation",
+                                                    "optimizer",
+                                                    "lr_rule",
+                                                    "lr_base",
+                                                    "lr_base_batch_size",
+                                                    "seed",
+                                                    "model",
+                                                    "dataset",
+                                                    "precision",
+                                                    "comm_backend",
+                                                    "outcome",
+                                                    "steps",
+                                                    "samples",
+                                                    "seconds",
+                                                    "target_step",
+                                                    "target_samples",
+                                                    "target_seconds",
+                                                    "final_test_loss",
+                                                    "final_test_accuracy",
+                                                    "started_at",
+                                                    "ended_at",
+                                                    "host",
+                                                    "sweep_id",
+                                                    "run_key"};
   return kColumns;
 }
 
@@ -70,9 +96,9 @@ StatusOr<WhereFilter> ParseWhere(std::string_view clause) {
   WhereFilter f;
   f.column = std::string(rest.substr(0, n));
   if (f.column.empty()) {
-    return InvalidArgumentError(fmt::format(
-        "{}: expected `column op value` (e.g. batch_size>=1024); valid columns: {}", quoted,
-        ValidColumns()));
+    return InvalidArgumentError(
+        fmt::format("{}: expected `column op value` (e.g. batch_size>=1024); valid columns: {}",
+                    quoted, ValidColumns()));
   }
   if (!IsRunSummaryColumn(f.column)) {
     return InvalidArgumentError(fmt::format("{}: unknown column '{}'; valid columns: {}", quoted,
@@ -81,8 +107,9 @@ StatusOr<WhereFilter> ParseWhere(std::string_view clause) {
   rest = Trim(rest.substr(n));
   // The operator: the run of symbol characters, or the word `like`.
   size_t m = 0;
-  if (rest.size() >= 4 && std::equal(rest.begin(), rest.begin() + 4, "like",
-                                     [](char a, char b) { return std::tolower(a) == b; }) &&
+  if (rest.size() >= 4 &&
+      std::equal(rest.begin(), rest.begin() + 4, "like",
+                 [](char a, char b) { return std::tolower(a) == b; }) &&
       (rest.size() == 4 || !IsNameChar(rest[4]))) {
     m = 4;
     f.op = "LIKE";
@@ -93,9 +120,10 @@ StatusOr<WhereFilter> ParseWhere(std::string_view clause) {
       f.op = op;
     } else {
       std::string shown = op.empty() ? std::string(rest.substr(0, rest.find(' '))) : op;
-      return InvalidArgumentError(fmt::format("{}: bad operator '{}' after column '{}'; valid "
-                                              "operators: {}",
-                                              quoted, shown, f.column, kOperators));
+      return InvalidArgumentError(
+          fmt::format("{}: bad operator '{}' after column '{}'; valid "
+                      "operators: {}",
+                      quoted, shown, f.column, kOperators));
     }
   }
   std::string_view value = Trim(rest.substr(m));
@@ -131,8 +159,8 @@ StatusOr<std::vector<std::string>> ParseColumns(std::string_view list) {
     const std::string_view name = Trim(list.substr(0, comma));
     if (!name.empty()) {
       if (!IsRunSummaryColumn(name)) {
-        return InvalidArgumentError(fmt::format("--columns: unknown column '{}'; valid columns: {}",
-                                                name, ValidColumns()));
+        return InvalidArgumentError(
+            fmt::format("--columns: unknown column '{}'; valid columns: {}", name, ValidColumns()));
       }
       out.emplace_back(name);
     }

@@ -12,9 +12,9 @@
 //   results_bench [--lines 100000] [--runs 100000] [--rows-per-run 100] [--dir /tmp]
 //                 [--baselines on|off] [--keep on|off]   (--keep on: leave big.db to time the CLI)
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -38,13 +38,13 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-#define BENCH_CHECK(expr)                                                               \
-  do {                                                                                  \
-    ::batchlab::Status bench_status_ = (expr);                                          \
-    if (!bench_status_.ok()) {                                                          \
-      fmt::print(stderr, "{}:{}: {}\n", __FILE__, __LINE__, bench_status_.message());   \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+#define BENCH_CHECK(expr)                                                             \
+  do {                                                                                \
+    ::batchlab::Status bench_status_ = (expr);                                        \
+    if (!bench_status_.ok()) {                                                        \
+      fmt::print(stderr, "{}:{}: {}\n", __FILE__, __LINE__, bench_status_.message()); \
+      std::exit(1);                                                                   \
+    }                                                                                 \
   } while (0)
 
 template <typename T>
@@ -86,8 +86,9 @@ double NaiveIngest(const std::string& db_path, const std::string& metrics_path, 
                    double budget_seconds, int64_t* values_out) {
   std::filesystem::remove(db_path);
   auto db = Must(Database::Open(db_path, Database::Mode::kReadWrite));
-  BENCH_CHECK(db->Exec("CREATE TABLE metrics(run TEXT, attempt INTEGER, seq INTEGER, "
-                       "step INTEGER, name TEXT, value REAL, PRIMARY KEY(run, attempt, seq, name))"));
+  BENCH_CHECK(
+      db->Exec("CREATE TABLE metrics(run TEXT, attempt INTEGER, seq INTEGER, "
+               "step INTEGER, name TEXT, value REAL, PRIMARY KEY(run, attempt, seq, name))"));
   if (wal) BENCH_CHECK(db->Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL"));
   auto insert = Must(db->Prepare("INSERT OR IGNORE INTO metrics VALUES(?, ?, ?, ?, ?, ?)"));
   std::FILE* f = std::fopen(metrics_path.c_str(), "r");
@@ -138,28 +139,32 @@ void IngestBench(const std::string& dir, int lines, bool baselines) {
   auto again = Must(store->IngestMetrics("run1", 1, metrics));
   const bool ok = stats.values_stored == expected && again.values_stored == 0;
   const double rate = stats.values_stored / seconds;
-  fmt::print("batchlab ingest (batched transactions, prepared, WAL): {:>10.0f} values/s "
-             "({:.2f} s wall; {:.0f} values per CPU-second){}\n",
-             rate, seconds, stats.values_stored / cpu_seconds,
-             ok ? "" : "  CHECK FAILED: values stored != values written");
+  fmt::print(
+      "batchlab ingest (batched transactions, prepared, WAL): {:>10.0f} values/s "
+      "({:.2f} s wall; {:.0f} values per CPU-second){}\n",
+      rate, seconds, stats.values_stored / cpu_seconds,
+      ok ? "" : "  CHECK FAILED: values stored != values written");
 
   if (!ok) std::exit(1);
   if (!baselines) return;
   int64_t naive_values = 0;
   const double naive_s = NaiveIngest(dir + "/naive.db", metrics, false, 5.0, &naive_values);
   const double naive_rate = naive_values / naive_s;
-  fmt::print("naive: INSERT per value, autocommit, defaults:       {:>10.0f} values/s "
-             "({} values in {:.2f} s)  -> batchlab is {:.0f}x faster\n",
-             naive_rate, naive_values, naive_s, rate / naive_rate);
+  fmt::print(
+      "naive: INSERT per value, autocommit, defaults:       {:>10.0f} values/s "
+      "({} values in {:.2f} s)  -> batchlab is {:.0f}x faster\n",
+      naive_rate, naive_values, naive_s, rate / naive_rate);
   const double wal_s = NaiveIngest(dir + "/naive-wal.db", metrics, true, 5.0, &naive_values);
   const double wal_rate = naive_values / wal_s;
-  fmt::print("naive: INSERT per value, autocommit, WAL+NORMAL:     {:>10.0f} values/s "
-             "({} values in {:.2f} s)  -> batchlab is {:.1f}x faster\n",
-             wal_rate, naive_values, wal_s, rate / wal_rate);
+  fmt::print(
+      "naive: INSERT per value, autocommit, WAL+NORMAL:     {:>10.0f} values/s "
+      "({} values in {:.2f} s)  -> batchlab is {:.1f}x faster\n",
+      wal_rate, naive_values, wal_s, rate / wal_rate);
 }
 
 // A resolved config of realistic size (about 800 bytes, docs/protocol.md), stored with each run.
-std::string ResolvedConfig(const std::string& id, int batch, int nodes, const char* rule, int seed) {
+std::string ResolvedConfig(const std::string& id, int batch, int nodes, const char* rule,
+                           int seed) {
   return fmt::format(
       R"({{"run_id":"{}","sweep":"big","attempt":1,"seed":{},"nodes":{},"ranks_per_node":1,)"
       R"("world_size":{},"batch_size":{},"accumulation":1,"local_batch_size":{},)"
@@ -181,12 +186,13 @@ void BuildBigDatabase(const std::string& path, int runs, int rows_per_run, int64
   std::filesystem::remove(path + "-wal");
   std::filesystem::remove(path + "-shm");
   auto db = Must(OpenForWriting(path));
-  BENCH_CHECK(db->Exec("INSERT INTO sweeps(id, name, version, spec_json, spec_hash, created_at) "
-                       "VALUES(1, 'big', 1, '{}', 'h', 0)"));
+  BENCH_CHECK(
+      db->Exec("INSERT INTO sweeps(id, name, version, spec_json, spec_hash, created_at) "
+               "VALUES(1, 'big', 1, '{}', 'h', 0)"));
   const int names = 10;
   for (int n = 0; n < names; ++n) {
-    BENCH_CHECK(db->Exec(fmt::format("INSERT INTO metric_names(id, name) VALUES({}, 'm{}')",
-                                     n + 1, n)));
+    BENCH_CHECK(
+        db->Exec(fmt::format("INSERT INTO metric_names(id, name) VALUES({}, 'm{}')", n + 1, n)));
   }
   auto run_st = Must(db->Prepare(
       "INSERT INTO runs(run_key, id, sweep_id, ordinal, config_json, state, attempt, batch_size, "
@@ -262,7 +268,8 @@ void QueryBench(const std::string& dir, int runs, int rows_per_run) {
   };
   RunListOptions all;
   all.sweep = "big";
-  report("list --sweep big (all runs, default columns)", TimeQuery(Must(PrepareRunList(*db, all)), sink), runs);
+  report("list --sweep big (all runs, default columns)",
+         TimeQuery(Must(PrepareRunList(*db, all)), sink), runs);
   RunListOptions filtered = all;
   filtered.state = "completed";
   filtered.where.push_back(Must(ParseWhere("batch_size>=1024")));

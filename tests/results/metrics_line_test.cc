@@ -44,17 +44,15 @@ TEST(MetricsLineTest, RejectsWhatIsNotARecord) {
     const char* line;
     const char* error;
   };
-  for (const Case& c : {Case{R"({"seq":1,"kind":"step")", "not valid JSON"},
-                        Case{R"({"seq":1,"kind":"step"} trailing)", "not valid JSON"},
-                        Case{R"({"seq":1}{"seq":2})", "not valid JSON"},
-                        Case{"[1,2]", "not a JSON object"}, Case{"42", "not a JSON object"},
-                        Case{"\"text\"", "not a JSON object"},
-                        Case{R"({"kind":"step"})", "field `seq` is missing or not an integer"},
-                        Case{R"({"seq":1.5,"kind":"step"})",
-                             "field `seq` is missing or not an integer"},
-                        Case{R"({"seq":"1","kind":"step"})",
-                             "field `seq` is missing or not an integer"},
-                        Case{R"({"seq":1,"kind":3})", "field `kind` is missing or not a string"}}) {
+  for (const Case& c :
+       {Case{R"({"seq":1,"kind":"step")", "not valid JSON"},
+        Case{R"({"seq":1,"kind":"step"} trailing)", "not valid JSON"},
+        Case{R"({"seq":1}{"seq":2})", "not valid JSON"}, Case{"[1,2]", "not a JSON object"},
+        Case{"42", "not a JSON object"}, Case{"\"text\"", "not a JSON object"},
+        Case{R"({"kind":"step"})", "field `seq` is missing or not an integer"},
+        Case{R"({"seq":1.5,"kind":"step"})", "field `seq` is missing or not an integer"},
+        Case{R"({"seq":"1","kind":"step"})", "field `seq` is missing or not an integer"},
+        Case{R"({"seq":1,"kind":3})", "field `kind` is missing or not a string"}}) {
     EXPECT_EQ(parser.Parse(c.line).error, c.error) << c.line;
   }
   EXPECT_TRUE(parser.Parse(R"({"seq":0,"kind":"start","host":"n1"})").error.empty());

@@ -104,8 +104,9 @@ TEST_F(ResultsCliTest, WhereFiltersAreBoundNotPasted) {
   Result r = Run({"results", "list", "--where", "batch_size>=256", "--where", "lr_rule=linear",
                   "--format", "csv", "--columns", "run_id,batch_size,lr_rule"});
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out, "run_id,batch_size,lr_rule\n0256laaaaaaaaaa,256,linear\n"
-                   "1024laaaaaaaaaa,1024,linear\n");
+  EXPECT_EQ(r.out,
+            "run_id,batch_size,lr_rule\n0256laaaaaaaaaa,256,linear\n"
+            "1024laaaaaaaaaa,1024,linear\n");
   Result inject = Run({"results", "list", "--where", "lr_rule=x' OR '1'='1", "--format", "csv"});
   ASSERT_EQ(inject.code, 0) << inject.err;
   EXPECT_EQ(Lines(inject.out), 1);  // header only: the text was a value, not SQL
@@ -133,10 +134,10 @@ TEST_F(ResultsCliTest, BadInputExitsTwoNamingTheProblem) {
   EXPECT_EQ(sweep.code, 2);
   EXPECT_NE(sweep.err.find("quickstart (v1)"), std::string::npos) << sweep.err;
   EXPECT_EQ(Run({"results", "show", "ffffffff"}).code, 2);
-  EXPECT_EQ(Run({"results", "export", "--sweep", "quickstart", "--what", "steps", "--format",
-                 "csv"})
-                .code,
-            2);
+  EXPECT_EQ(
+      Run({"results", "export", "--sweep", "quickstart", "--what", "steps", "--format", "csv"})
+          .code,
+      2);
   EXPECT_EQ(Run({"results", "list"}, dir_.File("absent.db")).code, 2);
   EXPECT_FALSE(std::filesystem::exists(dir_.File("absent.db")));
   WriteFile(dir_.File("text.db"), std::string(2048, 'z'));
@@ -165,6 +166,12 @@ TEST_F(ResultsCliTest, QueryIsReadOnly) {
   Result syntax = Run({"results", "query", "SELEC 1"});
   EXPECT_EQ(syntax.code, 2);
   EXPECT_NE(syntax.err.find("syntax error"), std::string::npos) << syntax.err;
+  Result two = Run({"results", "query", "SELECT 1; DROP TABLE runs"});
+  EXPECT_EQ(two.code, 2);
+  EXPECT_NE(two.err.find("one SQL statement at a time"), std::string::npos) << two.err;
+  Result comment = Run({"results", "query", "SELECT 7 AS x; -- trailing note", "--format", "csv"});
+  EXPECT_EQ(comment.code, 0) << comment.err;
+  EXPECT_EQ(comment.out, "x\n7\n");
   auto db = OpenReadOnly(db_);
   ASSERT_TRUE(db.ok());
   EXPECT_EQ(*(*db)->QueryInt("SELECT count(*) FROM runs"), 6);
@@ -172,8 +179,8 @@ TEST_F(ResultsCliTest, QueryIsReadOnly) {
 
 TEST_F(ResultsCliTest, ExportWritesRunsAndMetrics) {
   const std::string runs = dir_.File("runs.csv"), metrics = dir_.File("m.jsonl");
-  Result r = Run({"results", "export", "--sweep", "quickstart", "--what", "runs", "--format",
-                  "csv", "--out", runs});
+  Result r = Run({"results", "export", "--sweep", "quickstart", "--what", "runs", "--format", "csv",
+                  "--out", runs});
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string csv = ReadFile(runs);
   EXPECT_EQ(Lines(csv), 7);

@@ -79,7 +79,8 @@ TEST_P(MigrationTest, MigratesToCurrentSchemaKeepingData) {
     auto db = Database::Open(path, Database::Mode::kReadWrite);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE(CreateSchema(**db, version).ok());
-    ASSERT_TRUE((*db)->Exec(R"sql(
+    ASSERT_TRUE((*db)
+                    ->Exec(R"sql(
       INSERT INTO sweeps(id, name, version, spec_json, spec_hash, created_at)
         VALUES(1, 'old', 1, '{}', 'h', 1.0);
       INSERT INTO runs(run_key, id, sweep_id, ordinal, config_json, state, attempt, batch_size)
@@ -87,7 +88,8 @@ TEST_P(MigrationTest, MigratesToCurrentSchemaKeepingData) {
       INSERT INTO metric_names(id, name) VALUES(1, 'loss');
       INSERT INTO metrics(run_key, attempt, seq, name_id, step, value)
         VALUES(1, 1, 1, 1, 1, 2.5), (1, 1, 2, 1, 2, 2.0);
-    )sql").ok());
+    )sql")
+                    .ok());
     EXPECT_EQ(*(*db)->QueryInt("PRAGMA user_version"), version);
   }
   SchemaOpenInfo info;

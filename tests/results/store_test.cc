@@ -145,8 +145,7 @@ TEST_F(StoreTest, TransitionsCountAttemptsAndRecordEvents) {
                           "'exit code 1: rank 1%'"),
             1);
   EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM events WHERE kind = 'retry' AND attempt = 1"), 1);
-  EXPECT_EQ(*db->QueryInt("SELECT exit_code FROM runs WHERE id = 'r' AND ended_at IS NOT NULL"),
-            0);
+  EXPECT_EQ(*db->QueryInt("SELECT exit_code FROM runs WHERE id = 'r' AND ended_at IS NOT NULL"), 0);
   EXPECT_EQ(store_->Transition("missing", RunState::kRunning, {}).code(), StatusCode::kNotFound);
   EXPECT_EQ(store_->RecordEvent("missing", "retry", "").code(), StatusCode::kNotFound);
 }
@@ -160,16 +159,19 @@ TEST_F(StoreTest, BestRunPerBatchPicksFewestStepsToTarget) {
     int batch;
     const char* target_step;  // JSON: null = never reached
   };
-  const R runs[] = {{"a", 64, "900"}, {"b", 64, "700"}, {"c", 64, "null"},
-                    {"d", 256, "null"}, {"e", 1024, "300"}};
+  const R runs[] = {{"a", 64, "900"},
+                    {"b", 64, "700"},
+                    {"c", 64, "null"},
+                    {"d", 256, "null"},
+                    {"e", 1024, "300"}};
   for (const R& r : runs) {
     RunRecord rec = Run(sweep->id, r.id);
     rec.config_json = fmt::format(R"({{"batch_size":{}}})", r.batch);
     ASSERT_TRUE(store_->AddRun(rec).ok());
     ASSERT_TRUE(store_->Transition(r.id, RunState::kRunning, {}).ok());
-    testing::WriteFile(dir_.File(r.id),
-                       fmt::format("{{\"seq\":0,\"kind\":\"end\",\"target_step\":{}}}\n",
-                                   r.target_step));
+    testing::WriteFile(
+        dir_.File(r.id),
+        fmt::format("{{\"seq\":0,\"kind\":\"end\",\"target_step\":{}}}\n", r.target_step));
     ASSERT_TRUE(store_->IngestMetrics(r.id, 1, dir_.File(r.id)).ok());
   }
   auto db = Reader();
@@ -180,8 +182,8 @@ TEST_F(StoreTest, BestRunPerBatchPicksFewestStepsToTarget) {
   ASSERT_TRUE(st.ok());
   std::vector<std::string> rows;
   while (*st->Step()) {
-    rows.push_back(fmt::format("{} {} {} {}", st->ColumnInt(0), st->ColumnText(1),
-                               st->ColumnInt(2), st->ColumnInt(3)));
+    rows.push_back(fmt::format("{} {} {} {}", st->ColumnInt(0), st->ColumnText(1), st->ColumnInt(2),
+                               st->ColumnInt(3)));
   }
   EXPECT_EQ(rows, (std::vector<std::string>{"64 b 700 2", "1024 e 300 1"}));
 }

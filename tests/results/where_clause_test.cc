@@ -14,12 +14,12 @@ TEST(WhereClauseTest, ParsesEveryOperatorWithTypedValues) {
     const char* column;
     const char* op;
   };
-  for (const Case& c : {Case{"batch_size>=1024", "batch_size", ">="},
-                        Case{"batch_size <= 64", "batch_size", "<="},
-                        Case{"nodes=2", "nodes", "="}, Case{"nodes != 2", "nodes", "!="},
-                        Case{"seconds<3.5", "seconds", "<"}, Case{"steps >10", "steps", ">"},
-                        Case{"lr_rule like lin%", "lr_rule", "LIKE"},
-                        Case{"lr_rule LIKE 'sq%'", "lr_rule", "LIKE"}}) {
+  for (const Case& c :
+       {Case{"batch_size>=1024", "batch_size", ">="}, Case{"batch_size <= 64", "batch_size", "<="},
+        Case{"nodes=2", "nodes", "="}, Case{"nodes != 2", "nodes", "!="},
+        Case{"seconds<3.5", "seconds", "<"}, Case{"steps >10", "steps", ">"},
+        Case{"lr_rule like lin%", "lr_rule", "LIKE"},
+        Case{"lr_rule LIKE 'sq%'", "lr_rule", "LIKE"}}) {
     auto f = ParseWhere(c.clause);
     ASSERT_TRUE(f.ok()) << c.clause << ": " << f.status().message();
     EXPECT_EQ(f->column, c.column) << c.clause;
