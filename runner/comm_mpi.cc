@@ -1,6 +1,7 @@
 // MpiCommunicator (see comm_mpi.h).
 #include "runner/comm_mpi.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <limits>
@@ -15,8 +16,13 @@ namespace batchlab::runner {
 namespace {
 
 int g_world_rank = -1;  // for error messages; -1 until MPI is initialized
+// Set after an MPI error or Abandon(): MPI_Finalize would wait for peers that may never
+// arrive, so the process exits without it and mpirun stops the job. (A Wait timeout alone does
+// not set it: the same work may still be waited for again.)
+std::atomic<bool> g_skip_finalize{false};
 
 [[noreturn]] void ThrowMpiError(int code, const char* call, const char* file, int line) {
+  g_skip_finalize = true;
   char text[MPI_MAX_ERROR_STRING] = {0};
   int length = 0;
   if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) length = 0;
@@ -39,7 +45,7 @@ void FinalizeAtExit() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (initialized && !finalized) MPI_Finalize();
+  if (initialized && !finalized && !g_skip_finalize) MPI_Finalize();
 }
 
 // MPI_Init_thread exactly once per process; MPI_Finalize runs at process exit.
@@ -146,7 +152,7 @@ MpiCommunicator::MpiCommunicator(const RankInfo& rank) {
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL && !finalized && !g_skip_finalize) MPI_Comm_free(&comm_);
 }
 
 std::unique_ptr<Work> MpiCommunicator::Allreduce(torch::Tensor& tensor, ReduceOp op) {
@@ -166,6 +172,8 @@ std::unique_ptr<Work> MpiCommunicator::Broadcast(torch::Tensor& tensor, int root
                                 MpiTypeOf(tensor), root, comm_, &request));
   return std::make_unique<MpiWork>(request, "broadcast", tensor, 1.0);
 }
+
+void MpiCommunicator::Abandon() { g_skip_finalize = true; }
 
 std::unique_ptr<Work> MpiCommunicator::Barrier() {
   MPI_Request request;

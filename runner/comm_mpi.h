@@ -1,7 +1,10 @@
 // The `mpi` communicator: OpenMPI's C API on a private duplicate of MPI_COMM_WORLD. Collectives
 // are non-blocking (MPI_Iallreduce / MPI_Ibcast / MPI_Ibarrier); Work::Wait polls MPI_Test until
 // the request completes or the timeout passes. MPI is initialized once per process
-// (MPI_Init_thread, MPI_THREAD_FUNNELED: only the calling thread uses MPI) and finalized at exit.
+// (MPI_Init_thread, MPI_THREAD_FUNNELED: only the calling thread uses MPI) and finalized at exit,
+// unless an MPI call failed or Abandon() was called (the runner does so when it exits on an
+// error): then the process exits without MPI_Finalize, so mpirun stops the whole job at once
+// instead of the peers waiting out their timeouts for this rank.
 // Every MPI call goes through BATCHLAB_MPI_CHECK, which throws RunnerError (kComm) naming the
 // call, file:line, the rank and MPI's error string.
 //
@@ -34,6 +37,7 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<Work> Allreduce(torch::Tensor& tensor, ReduceOp op) override;
   std::unique_ptr<Work> Broadcast(torch::Tensor& tensor, int root) override;
   std::unique_ptr<Work> Barrier() override;
+  void Abandon() override;  // skip MPI_Finalize at exit (also done after any MPI error)
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -40,6 +40,12 @@ class Communicator {
   virtual std::unique_ptr<Work> Allreduce(torch::Tensor& tensor, ReduceOp op) = 0;
   virtual std::unique_ptr<Work> Broadcast(torch::Tensor& tensor, int root) = 0;
   virtual std::unique_ptr<Work> Barrier() = 0;
+
+  // Call on a rank that is about to exit because of an error, so that its peers fail fast
+  // instead of waiting out their collective timeouts. mpi: the process will exit without
+  // MPI_Finalize (which would wait for the peers), so mpirun stops the whole job at once; gloo,
+  // nccl: nothing to do, peers see the closed connections.
+  virtual void Abandon() {}
 };
 
 // Where this process sits in the job, read from the launcher's environment

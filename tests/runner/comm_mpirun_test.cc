@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -229,12 +230,46 @@ TEST(CommFileStoreTest, StoreFileIsRemovedWhenEveryRankHasClosedIt) {
 }  // namespace
 }  // namespace batchlab::runner
 
+namespace batchlab::runner {
+
+// `--abandon`: rank 1 fails (exit 3) after Abandon() while rank 0 waits in an allreduce with a
+// long timeout. The job must end with rank 1's exit code long before that timeout, because
+// mpirun stops it as soon as rank 1 is gone (CTest checks the code; its TIMEOUT catches a hang).
+int AbandonScenario() {
+  CommConfig c;
+  c.backend = g_backend;
+  const char* tmp = std::getenv("TMPDIR");
+  // No shared directory here (rank 0 may be killed before it could remove it); the gloo store
+  // file removes itself once both ranks have closed it.
+  c.rendezvous =
+      DefaultRendezvous(std::string(tmp != nullptr ? tmp : "/tmp") + "/batchlab-comm-abandon");
+  auto comm = MakeCommunicator(c, RankInfoFromEnvironment());
+  comm->Barrier()->Wait(kTimeout);
+  if (comm->rank() == 1) {
+    comm->Abandon();
+    return 3;
+  }
+  torch::Tensor t = torch::ones({4});
+  try {
+    comm->Allreduce(t, ReduceOp::kSum)->Wait(std::chrono::seconds(240));
+    std::fprintf(stderr, "rank 0: allreduce completed without rank 1\n");
+  } catch (const RunnerError& e) {
+    std::fprintf(stderr, "rank 0: %s\n", e.what());  // gloo: peer closed the connection
+  }
+  return 0;
+}
+
+}  // namespace batchlab::runner
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  bool abandon = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--backend=", 0) == 0) batchlab::runner::g_backend = arg.substr(10);
+    if (arg == "--abandon") abandon = true;
   }
+  if (abandon) return batchlab::runner::AbandonScenario();
   const int failed = RUN_ALL_TESTS();
   rmdir(batchlab::runner::SharedDir().c_str());  // succeeds on the rank that leaves it empty
   return failed;
