@@ -155,7 +155,8 @@ void AddResultsCommands(CLI::App& app, CliContext& ctx) {
   list->add_option("--state", args->state,
                    "Only runs in this state (pending, running, completed, target_reached, ...)");
   list->add_option("--where", args->where,
-                   "Filter 'column op value', op one of = != < <= > >= like (repeatable)")
+                   "Filter 'column op value' or 'swept.param op value'; op one of = != < <= > >= "
+                   "like (repeatable)")
       ->allow_extra_args(false);
   list->add_option("--columns", args->columns, columns_help);
   list->add_option("--format", args->format, "table, csv or json")->capture_default_str();

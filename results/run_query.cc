@@ -44,6 +44,31 @@ StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
                   known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
 }
 
+namespace {
+
+// A dotted --where name must be a parameter some run of the database was swept over.
+Status CheckParamName(Database& db, const std::string& name) {
+  BATCHLAB_ASSIGN_OR_RETURN(Statement st,
+                            db.Prepare("SELECT 1 FROM run_params WHERE name = ? LIMIT 1"));
+  st.BindText(1, name);
+  BATCHLAB_ASSIGN_OR_RETURN(bool found, st.Step());
+  if (found) return OkStatus();
+  BATCHLAB_ASSIGN_OR_RETURN(Statement all,
+                            db.Prepare("SELECT DISTINCT name FROM run_params ORDER BY name"));
+  std::vector<std::string> names;
+  while (true) {
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, all.Step());
+    if (!row) break;
+    names.push_back(all.ColumnText(0));
+  }
+  return InvalidArgumentError(fmt::format(
+      "--where: unknown swept parameter '{}'; swept parameters in {}: {}; columns: {}", name,
+      db.path(), names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")),
+      fmt::join(RunSummaryColumns(), ", ")));
+}
+
+}  // namespace
+
 StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
   const std::vector<std::string>& columns = o.columns.empty() ? DefaultListColumns() : o.columns;
   for (const auto& c : columns) {
@@ -61,13 +86,16 @@ StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
     BATCHLAB_RETURN_IF_ERROR(ParseRunState(*o.state).status().WithContext("--state"));
     sql += " AND state = ?";
   }
-  for (const auto& f : o.where) sql += " AND " + WhereSql(f);
+  for (const auto& f : o.where) {
+    if (f.is_param) BATCHLAB_RETURN_IF_ERROR(CheckParamName(db, f.column));
+    sql += " AND " + WhereSql(f);
+  }
   sql += " ORDER BY sweep_id, ordinal, run_id";
   BATCHLAB_ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
   int index = 1;
   if (sweep_id) st.BindInt(index++, *sweep_id);
   if (o.state) st.BindText(index++, *o.state);
-  for (const auto& f : o.where) BindWhereValue(st, index++, f);
+  for (const auto& f : o.where) index = BindWhereValue(st, index, f);
   return st;
 }
 

@@ -92,7 +92,7 @@ StatusOr<WhereFilter> ParseWhere(std::string_view clause) {
   const std::string quoted = fmt::format("--where '{}'", clause);
   std::string_view rest = Trim(clause);
   size_t n = 0;
-  while (n < rest.size() && IsNameChar(rest[n])) ++n;
+  while (n < rest.size() && (IsNameChar(rest[n]) || rest[n] == '.')) ++n;
   WhereFilter f;
   f.column = std::string(rest.substr(0, n));
   if (f.column.empty()) {
@@ -100,7 +100,9 @@ StatusOr<WhereFilter> ParseWhere(std::string_view clause) {
         fmt::format("{}: expected `column op value` (e.g. batch_size>=1024); valid columns: {}",
                     quoted, ValidColumns()));
   }
-  if (!IsRunSummaryColumn(f.column)) {
+  // A dotted name is a swept parameter (run_params), checked against the database later.
+  f.is_param = f.column.find('.') != std::string::npos;
+  if (!f.is_param && !IsRunSummaryColumn(f.column)) {
     return InvalidArgumentError(fmt::format("{}: unknown column '{}'; valid columns: {}", quoted,
                                             f.column, ValidColumns()));
   }
@@ -140,9 +142,18 @@ StatusOr<WhereFilter> ParseWhere(std::string_view clause) {
   return f;
 }
 
-std::string WhereSql(const WhereFilter& f) { return fmt::format("{} {} ?", f.column, f.op); }
+std::string WhereSql(const WhereFilter& f) {
+  if (f.is_param) {
+    return fmt::format(
+        "EXISTS (SELECT 1 FROM run_params p WHERE p.run_key = run_summary.run_key AND p.name = ? "
+        "AND p.value {} ?)",
+        f.op);
+  }
+  return fmt::format("{} {} ?", f.column, f.op);
+}
 
-void BindWhereValue(Statement& st, int index, const WhereFilter& f) {
+int BindWhereValue(Statement& st, int index, const WhereFilter& f) {
+  if (f.is_param) st.BindText(index++, f.column);
   if (const auto* i = std::get_if<int64_t>(&f.value)) {
     st.BindInt(index, *i);
   } else if (const auto* d = std::get_if<double>(&f.value)) {
@@ -150,6 +161,7 @@ void BindWhereValue(Statement& st, int index, const WhereFilter& f) {
   } else {
     st.BindText(index, std::get<std::string>(f.value));
   }
+  return index + 1;
 }
 
 StatusOr<std::vector<std::string>> ParseColumns(std::string_view list) {

@@ -49,6 +49,8 @@ class ResultsCliTest : public ::testing::Test {
         r.id = fmt::format("{:04d}{}aaaaaaaaaa", batch, rule[0]);
         r.sweep_id = sweep->id;
         r.ordinal = ordinal++;
+        r.params = {{"batch_size", std::to_string(batch)},
+                    {"lr.rule", fmt::format("\"{}\"", rule)}};
         r.config_json = fmt::format(
             R"({{"batch_size":{},"nodes":1,"world_size":1,"lr":{{"rule":"{}"}}}})", batch, rule);
         ASSERT_TRUE((*store)->AddRun(r).ok());
@@ -117,6 +119,18 @@ TEST_F(ResultsCliTest, WhereFiltersAreBoundNotPasted) {
   EXPECT_TRUE(rows[0]["batch_size"].is_number_integer());
   EXPECT_EQ(rows[0]["lr_rule"], "linear");
   EXPECT_EQ(rows[0]["state"], "completed");
+}
+
+TEST_F(ResultsCliTest, DottedNamesFilterOnSweptParameters) {
+  Result r = Run({"results", "list", "--where", "lr.rule=linear", "--where", "batch_size<1024",
+                  "--format", "csv", "--columns", "run_id"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "run_id\n0064laaaaaaaaaa\n0256laaaaaaaaaa\n");
+  Result unknown = Run({"results", "list", "--where", "optimizer.momentum>0"});
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.err.find("unknown swept parameter 'optimizer.momentum'"), std::string::npos)
+      << unknown.err;
+  EXPECT_NE(unknown.err.find("batch_size, lr.rule"), std::string::npos) << unknown.err;
 }
 
 TEST_F(ResultsCliTest, BadInputExitsTwoNamingTheProblem) {

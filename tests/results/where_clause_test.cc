@@ -33,6 +33,17 @@ TEST(WhereClauseTest, ParsesEveryOperatorWithTypedValues) {
   EXPECT_EQ(WhereSql(*ParseWhere("batch_size>=1024")), "batch_size >= ?");
 }
 
+TEST(WhereClauseTest, DottedNamesAreSweptParameters) {
+  auto f = ParseWhere("optimizer.momentum >= 0.9");
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_TRUE(f->is_param);
+  EXPECT_EQ(f->column, "optimizer.momentum");
+  EXPECT_DOUBLE_EQ(std::get<double>(f->value), 0.9);
+  EXPECT_NE(WhereSql(*f).find("EXISTS (SELECT 1 FROM run_params"), std::string::npos);
+  EXPECT_EQ(WhereSql(*f).find("optimizer.momentum"), std::string::npos);  // bound, not pasted
+  EXPECT_FALSE(ParseWhere("batch_size>=1")->is_param);
+}
+
 TEST(WhereClauseTest, UnknownColumnIsNamedWithTheValidOnes) {
   auto f = ParseWhere("batchsize>=1024");
   ASSERT_FALSE(f.ok());
