@@ -39,6 +39,7 @@ struct JobStatus {
   std::optional<int> signal;     // set when it was killed by a signal
   std::string host;              // where it ran, when known
   std::string detail;            // backend state text (e.g. Slurm "PENDING", "FAILED")
+  bool unrunnable = false;       // the backend can never run it (e.g. more nodes than exist)
 };
 
 class Job {

@@ -46,6 +46,11 @@ void ParseExitCode(const std::string& text, SlurmJobInfo* info) {
   }
 }
 
+bool IsUnsatisfiable(const std::string& reason) {
+  return reason == "PartitionNodeLimit" || reason == "PartitionTimeLimit" ||
+         reason == "BadConstraints" || reason == "PartitionConfig";
+}
+
 class SlurmJob final : public Job {
  public:
   SlurmJob(std::string job_id, double poll_interval)
@@ -70,6 +75,16 @@ class SlurmJob final : public Job {
     }
     unknown_polls_ = 0;
     last_.detail = info->state;
+    unsatisfiable_polls_ =
+        info->state == "PENDING" && IsUnsatisfiable(info->reason) ? unsatisfiable_polls_ + 1 : 0;
+    if (unsatisfiable_polls_ >= 3) {
+      // Slurm would keep it pending forever: more nodes / CPUs / time than the partition has.
+      RunCapturedCommand({"scancel", job_id_}).status().IgnoreError();
+      last_.done = true;
+      last_.unrunnable = true;
+      last_.detail = "PENDING (" + info->reason + "): the partition can never run this job";
+      return last_;
+    }
     last_.host = info->nodes;
     if (IsSlurmTerminalState(info->state)) {
       last_.done = true;
@@ -111,6 +126,7 @@ class SlurmJob final : public Job {
   double poll_interval_;
   double last_poll_ = 0;
   int unknown_polls_ = 0;
+  int unsatisfiable_polls_ = 0;
   JobStatus last_;
 };
 
@@ -201,6 +217,7 @@ std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text) {
   if (info.state.empty()) return std::nullopt;
   ParseExitCode(FieldOf(text, "ExitCode"), &info);
   info.nodes = FieldOf(text, "NodeList");
+  info.reason = FieldOf(text, "Reason");
   if (info.nodes == "(null)") info.nodes.clear();
   return info;
 }

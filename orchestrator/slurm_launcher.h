@@ -42,6 +42,7 @@ struct SlurmJobInfo {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string nodes;
+  std::string reason;  // why a job pends, e.g. PartitionNodeLimit
 };
 std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text);
 bool IsSlurmTerminalState(const std::string& state);

@@ -320,10 +320,13 @@ class Execution {
       message = fmt::format("exited {} without writing its end line", *st.exit_code);
     } else {
       std::string tail = Tail(a.dir + "/stderr.log", 1500);
-      message = st.signal ? fmt::format("killed by signal {}", *st.signal)
-                          : fmt::format("exited {}", st.exit_code.value_or(-1));
+      message = st.signal      ? fmt::format("killed by signal {}", *st.signal)
+                : st.exit_code ? fmt::format("exited {}", *st.exit_code)
+                               : "ended without an exit code";
+      if (!st.detail.empty()) message += " [" + st.detail + "]";
       if (!tail.empty()) message += ": " + tail;
-      retryable = st.exit_code != 2;  // 2: the config is invalid, a retry cannot help
+      // 2: the config is invalid; unrunnable: the backend cannot ever run it. Retries cannot help.
+      retryable = st.exit_code != 2 && !st.unrunnable;
     }
     BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, state, {code, message}));
     if (state == RunState::kCancelled) {

@@ -1,0 +1,169 @@
+// The Slurm backend end to end against a real slurmctld + slurmd + munged on localhost, started
+// by the CTest fixture scripts/slurm/start.sh (SLURM_CONF points at its config). Each run is an
+// sbatch job running mpirun inside the allocation; states and exit codes are read back from
+// Slurm; SIGINT maps to scancel.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <boost/process.hpp>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "orchestrator/captured_command.h"
+#include "orchestrator/slurm_launcher.h"
+#include "results/database.h"
+#include "results/schema.h"
+#include "tests/orchestrator/temp_dir.h"
+
+namespace batchlab::orchestrator {
+namespace {
+
+namespace bp = boost::process;
+namespace fs = boost::filesystem;
+
+class SlurmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* conf = std::getenv("SLURM_CONF");
+    ASSERT_TRUE(conf != nullptr && fs::exists(conf))
+        << "SLURM_CONF is not set: run through ctest (fixture scripts/slurm/start.sh)";
+  }
+
+  std::string Db() const { return dir_.path() + "/batchlab.db"; }
+
+  std::string WriteSpec(const std::string& text) {
+    std::string path = dir_.path() + "/spec.json";
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  std::vector<std::string> RunArgs(const std::string& spec) const {
+    return {"--db", Db(), "sweep", "run", spec, "--backend", "slurm", "--runs-dir",
+            dir_.path() + "/runs", "--runner", FAKE_RUNNER, "--slots", "2"};
+  }
+
+  int Cli(const std::vector<std::string>& args) {
+    bp::child c(BATCHLAB_BIN, bp::args(args), bp::std_out > bp::null,
+                bp::std_err > (dir_.path() + "/err.txt"), bp::std_in < bp::null);
+    c.wait();
+    return c.exit_code();
+  }
+
+  std::string Err() const {
+    std::ifstream in(dir_.path() + "/err.txt");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  int64_t Query(const std::string& sql) {
+    auto db = results::OpenReadOnly(Db());
+    EXPECT_TRUE(db.ok()) << db.status().message();
+    if (!db.ok()) return -1;
+    auto v = (*db)->QueryInt(sql);
+    EXPECT_TRUE(v.ok()) << v.status().message();
+    return v.ok() ? *v : -1;
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(SlurmTest, ParsesScontrolOutput) {
+  auto info = ParseScontrolJob(
+      "JobId=7 JobName=x JobState=FAILED Reason=NonZeroExitCode ExitCode=3:0 "
+      "ReqNodeList=(null) NodeList=localhost BatchHost=localhost");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->state, "FAILED");
+  EXPECT_EQ(info->exit_code, 3);
+  EXPECT_FALSE(info->signal.has_value());
+  EXPECT_EQ(info->nodes, "localhost");
+  EXPECT_FALSE(ParseScontrolJob("slurm_load_jobs error: Invalid job id specified").has_value());
+}
+
+TEST_F(SlurmTest, SweepRunsAsSbatchJobsAndReadsStatesBackFromSlurm) {
+  std::string spec = WriteSpec(R"({"name": "slurm", "base": {"mode": "noop"},
+      "axes": {"batch_size": [64, 128], "ranks_per_node": [1, 2]},
+      "launch": {"env": {"FAKE_RUNNER_SECONDS": "0.1", "FAKE_RUNNER_FAIL_BATCH": "128"}},
+      "resources": {"retries": 0},
+      "slurm": {"time_limit_minutes": 5}})");
+  int code = Cli(RunArgs(spec));
+  EXPECT_EQ(code, 1) << Err();  // the batch-128 runs fail on purpose
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE batch_size = 64 AND state = 'completed' AND "
+                  "exit_code = 0"),
+            2);
+  // Exit code 1 of the job, as Slurm reports it (ExitCode=1:0).
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE batch_size = 128 AND state = 'failed' AND "
+                  "exit_code = 1"),
+            2);
+  // Every attempt went through sbatch and Slurm knows it.
+  EXPECT_EQ(Query("SELECT count(*) FROM ingest_cursors WHERE saw_end = 1"), 2);
+  boost::system::error_code ec;
+  int jobs = 0;
+  for (fs::recursive_directory_iterator it(dir_.path() + "/runs", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename() != "launch.json") continue;
+    std::ifstream in(it->path().string());
+    auto launch = nlohmann::json::parse(in);
+    EXPECT_EQ(launch["backend"], "slurm");
+    auto r = RunCapturedCommand({"scontrol", "show", "job", "-o", launch["job_id"]});
+    ASSERT_TRUE(r.ok());
+    auto info = ParseScontrolJob(r->out);
+    ASSERT_TRUE(info.has_value()) << r->out << r->err;
+    EXPECT_TRUE(info->state == "COMPLETED" || info->state == "FAILED") << info->state;
+    ++jobs;
+  }
+  EXPECT_EQ(jobs, 4);
+  // Resume: the completed runs are skipped, the failed ones are submitted again.
+  EXPECT_EQ(Cli(RunArgs(spec)), 1);
+  EXPECT_NE(Err().find("2 of 4 runs already finished; skipped"), std::string::npos) << Err();
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE batch_size = 128 AND attempt = 2"), 2);
+}
+
+TEST_F(SlurmTest, MoreNodesThanThePartitionHasFailsInsteadOfPendingForever) {
+  // The test cluster has one node: a 2-node job would pend with PartitionNodeLimit forever.
+  std::string spec = WriteSpec(R"({"name": "slurm-nodes", "base": {"mode": "noop", "batch_size": 64,
+      "nodes": 2}, "resources": {"retries": 2}})");
+  EXPECT_EQ(Cli(RunArgs(spec)), 1) << Err();
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'failed' AND attempt = 1"), 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM events WHERE message LIKE '%the partition can never run this job%'"), 1);
+}
+
+TEST_F(SlurmTest, SigintCancelsTheJobsWithScancel) {
+  std::string spec = WriteSpec(R"({"name": "slurm-cancel", "base": {"mode": "noop", "batch_size": 64},
+      "repeats": 2, "launch": {"env": {"FAKE_RUNNER_SECONDS": "120"}}})");
+  bp::child c(BATCHLAB_BIN, bp::args(RunArgs(spec)), bp::std_out > bp::null,
+              bp::std_err > (dir_.path() + "/err.txt"), bp::std_in < bp::null);
+  auto running = [&] {
+    if (!fs::exists(Db())) return false;
+    auto db = results::OpenReadOnly(Db());
+    if (!db.ok()) return false;
+    auto n = (*db)->QueryInt("SELECT count(*) FROM ingest_cursors WHERE lines >= 2");
+    return n.ok() && *n >= 2;  // both jobs are running and writing metrics
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (!running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(running()) << "jobs never started";
+  kill(c.id(), SIGINT);
+  c.wait();
+  EXPECT_EQ(c.exit_code(), 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'cancelled'"), 2);
+  // Slurm agrees: no job of this sweep is left in the queue.
+  bool empty = false;
+  for (int i = 0; i < 100 && !empty; ++i) {
+    auto q = RunCapturedCommand({"squeue", "-h", "-o", "%j"});
+    ASSERT_TRUE(q.ok());
+    empty = q->out.find("batchlab-") == std::string::npos;
+    if (!empty) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(empty) << "jobs still queued after cancel";
+}
+
+}  // namespace
+}  // namespace batchlab::orchestrator
