@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <torch/torch.h>
+#include <CLI/CLI.hpp>
 
 #include "runner/communicator.h"
 #include "runner/datasets/dataset.h"
@@ -59,12 +59,23 @@ int Main(int argc, char** argv, int& rank, int& world) {
   if (config.mode == "noop") {
     if (rank == 0) {
       std::unique_ptr<MetricsWriter> out = MetricsWriter::Open(config.metrics_path);
-      out->Write({{"kind", "start"}, {"time", UnixTime()}, {"world_size", config.world_size},
-                  {"batch_size", config.batch_size}, {"local_batch_size", config.local_batch_size},
-                  {"accumulation", config.accumulation}, {"parameters", 0}, {"mode", "noop"}});
-      out->Write({{"kind", "end"}, {"outcome", "completed"}, {"steps", 0}, {"samples", 0},
-                  {"seconds", 0.0}, {"target_step", nullptr}, {"target_samples", nullptr},
-                  {"target_seconds", nullptr}, {"final_test_loss", nullptr},
+      out->Write({{"kind", "start"},
+                  {"time", UnixTime()},
+                  {"world_size", config.world_size},
+                  {"batch_size", config.batch_size},
+                  {"local_batch_size", config.local_batch_size},
+                  {"accumulation", config.accumulation},
+                  {"parameters", 0},
+                  {"mode", "noop"}});
+      out->Write({{"kind", "end"},
+                  {"outcome", "completed"},
+                  {"steps", 0},
+                  {"samples", 0},
+                  {"seconds", 0.0},
+                  {"target_step", nullptr},
+                  {"target_samples", nullptr},
+                  {"target_seconds", nullptr},
+                  {"final_test_loss", nullptr},
                   {"final_test_accuracy", nullptr}});
     }
     return 0;

@@ -42,8 +42,7 @@ void MetricsWriter::Write(const nlohmann::ordered_json& line) {
 }
 
 double UnixTime() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace batchlab::runner

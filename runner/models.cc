@@ -48,19 +48,19 @@ class Cnn : public Model {
       : shape_{chw[0], chw[1], chw[2]},
         conv1_(register_module(
             "conv1", nn::Conv2d(nn::Conv2dOptions(chw[0], channels[0], 5).padding(2).bias(bias)))),
-        conv2_(register_module("conv2", nn::Conv2d(nn::Conv2dOptions(channels[0], channels[1], 5)
-                                                       .padding(2)
-                                                       .bias(bias)))),
+        conv2_(register_module(
+            "conv2",
+            nn::Conv2d(nn::Conv2dOptions(channels[0], channels[1], 5).padding(2).bias(bias)))),
         flat_(channels[1] * (chw[1] / 4) * (chw[2] / 4)),
         fc1_(register_module("fc1", nn::Linear(nn::LinearOptions(flat_, hidden).bias(bias)))),
         fc2_(register_module("fc2", nn::Linear(nn::LinearOptions(hidden, out).bias(bias)))) {}
 
   torch::Tensor forward(torch::Tensor x) override {
-    x = x.view({-1, shape_[0], shape_[1], shape_[2]});                    // [B, C, H, W]
-    x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);            // [B, c1, H/2, W/2]
-    x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2);            // [B, c2, H/4, W/4]
-    x = torch::relu(fc1_->forward(x.reshape({x.size(0), flat_})));        // [B, hidden]
-    return fc2_->forward(x);                                              // [B, out]
+    x = x.view({-1, shape_[0], shape_[1], shape_[2]});              // [B, C, H, W]
+    x = torch::max_pool2d(torch::relu(conv1_->forward(x)), 2);      // [B, c1, H/2, W/2]
+    x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2);      // [B, c2, H/4, W/4]
+    x = torch::relu(fc1_->forward(x.reshape({x.size(0), flat_})));  // [B, hidden]
+    return fc2_->forward(x);                                        // [B, out]
   }
 
  private:
@@ -85,8 +85,10 @@ std::shared_ptr<Model> MakeModel(const ModelConfig& config, const Dataset& data)
   if (config.name == "mlp") return std::make_shared<Mlp>(in, config.hidden, out, config.bias);
   if (config.name == "cnn") {
     if (data.image_shape.size() != 3 || data.image_shape[1] < 4 || data.image_shape[2] < 4) {
-      throw BadConfig("model.name: \"cnn\" needs image data (fashion-mnist or idx images of at "
-                      "least 4x4); data \"" + data.name + "\" has plain feature rows; use mlp");
+      throw BadConfig(
+          "model.name: \"cnn\" needs image data (fashion-mnist or idx images of at "
+          "least 4x4); data \"" +
+          data.name + "\" has plain feature rows; use mlp");
     }
     const int64_t hidden = config.hidden.empty() ? 128 : config.hidden[0];
     return std::make_shared<Cnn>(data.image_shape, config.channels, hidden, out, config.bias);

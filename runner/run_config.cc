@@ -97,8 +97,8 @@ class ObjectReader {
     for (auto it = object_.begin(); it != object_.end(); ++it) {
       if (!seen_.count(it.key())) {
         std::vector<std::string> names(seen_.begin(), seen_.end());
-        throw BadConfig(Path(it.key().c_str()) + ": unknown field; remove it (fields read here: " +
-                        Join(names) + ")");
+        throw BadConfig(Path(it.key().c_str()) +
+                        ": unknown field; remove it (fields read here: " + Join(names) + ")");
       }
     }
   }
@@ -139,8 +139,8 @@ void ParseData(ObjectReader r, DataConfig& d) {
   r.Finish();
   if ((d.name == "idx" || d.name == "csv") && d.path.empty()) {
     throw BadConfig("data.path: data.name \"" + d.name + "\" needs the path of your data (" +
-                    (d.name == "idx" ? "a folder with train-images-idx3-ubyte[.gz] etc." :
-                                       "a CSV file of features and a label column") +
+                    (d.name == "idx" ? "a folder with train-images-idx3-ubyte[.gz] etc."
+                                     : "a CSV file of features and a label column") +
                     ")");
   }
 }
@@ -152,8 +152,9 @@ void ParseModel(ObjectReader r, ModelConfig& m) {
   r.Bool("bias", m.bias);
   r.Finish();
   if (m.name == "cnn" && m.channels.size() != 2) {
-    throw BadConfig("model.channels: the cnn has two conv blocks; give two channel counts, e.g. "
-                    "[16, 32]");
+    throw BadConfig(
+        "model.channels: the cnn has two conv blocks; give two channel counts, e.g. "
+        "[16, 32]");
   }
   if (m.name == "cnn" && m.hidden.size() > 1) {
     throw BadConfig("model.hidden: the cnn has one dense hidden layer; give at most one width");
@@ -220,8 +221,10 @@ void ParseComm(ObjectReader r, CommConfig& c) {
 void Derive(const json& j, int64_t launcher_world, RunConfig& c) {
   const int64_t product = c.nodes * c.ranks_per_node;
   if (j.contains("world_size") && c.world_size != product) {
-    throw BadConfig("world_size: " + std::to_string(c.world_size) + " must equal nodes x "
-                    "ranks_per_node = " + std::to_string(product));
+    throw BadConfig("world_size: " + std::to_string(c.world_size) +
+                    " must equal nodes x "
+                    "ranks_per_node = " +
+                    std::to_string(product));
   }
   c.world_size = product;
   if (launcher_world > 0 && launcher_world != c.world_size) {
@@ -295,10 +298,7 @@ RunConfig ParseRunConfig(const json& j, int64_t world_size) {
     o->Int("every_steps", c.gns_every_steps, 0);
     o->Finish();
   }
-  if (auto o = r.Object("divergence")) {
-    o->Num("factor", c.divergence_factor, 1, true);
-    o->Finish();
-  }
+  r.Num("divergence_factor", c.divergence_factor, 1, true);
   r.Int("threads", c.threads, 1);
   r.Str("precision", c.precision, {"fp32", "bf16", "fp16"});
   r.Str("mode", c.mode, {"train", "noop"});
@@ -308,12 +308,14 @@ RunConfig ParseRunConfig(const json& j, int64_t world_size) {
   Derive(j, world_size, c);
   const BudgetConfig& b = c.budget;
   if (c.mode == "train" && b.epochs == 0 && b.steps == 0 && b.samples == 0 && b.seconds == 0) {
-    throw BadConfig("budget: no limit set; give at least one of epochs, steps, samples, seconds, "
-                    "e.g. \"budget\": {\"epochs\": 1}");
+    throw BadConfig(
+        "budget: no limit set; give at least one of epochs, steps, samples, seconds, "
+        "e.g. \"budget\": {\"epochs\": 1}");
   }
   if (c.precision == "fp16") {
-    throw BadConfig("precision: \"fp16\" needs a CUDA device and this runner trains on the CPU; "
-                    "use \"fp32\" or \"bf16\"");
+    throw BadConfig(
+        "precision: \"fp16\" needs a CUDA device and this runner trains on the CPU; "
+        "use \"fp32\" or \"bf16\"");
   }
   if (c.lr.rule != "none" && c.lr.base_batch_size <= 0) {
     throw BadConfig("lr.base_batch_size: must be a positive integer");

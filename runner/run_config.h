@@ -38,14 +38,14 @@ struct DataConfig {
 };
 
 struct ModelConfig {
-  std::string name = "mlp";              // logreg | mlp | cnn
-  std::vector<int64_t> hidden = {128};   // mlp: hidden widths; cnn: width of the dense layer
+  std::string name = "mlp";                  // logreg | mlp | cnn
+  std::vector<int64_t> hidden = {128};       // mlp: hidden widths; cnn: width of the dense layer
   std::vector<int64_t> channels = {16, 32};  // cnn: conv channels (two 5x5 conv + pool blocks)
   bool bias = true;
 };
 
 struct BudgetConfig {
-  double epochs = 0;   // 0 = not set
+  double epochs = 0;  // 0 = not set
   int64_t steps = 0;
   int64_t samples = 0;
   double seconds = 0;

@@ -20,9 +20,9 @@ namespace F = torch::nn::functional;
 
 // The slots of stats_, a 3-element "gradient" bucketed and averaged with the real ones, so the
 // step's shared values cost no extra collective.
-constexpr int64_t kLossSlot = 0;       // local mean loss          -> global mean loss
-constexpr int64_t kLocalSqSlot = 1;    // |local gradient|^2       -> mean over ranks
-constexpr int64_t kElapsedSlot = 2;    // seconds since start      -> mean over ranks
+constexpr int64_t kLossSlot = 0;     // local mean loss          -> global mean loss
+constexpr int64_t kLocalSqSlot = 1;  // |local gradient|^2       -> mean over ranks
+constexpr int64_t kElapsedSlot = 2;  // seconds since start      -> mean over ranks
 constexpr int64_t kStatSlots = 3;
 constexpr int64_t kEvalChunk = 2048;
 
@@ -44,20 +44,28 @@ nlohmann::ordered_json NullableNumber(bool has, double value) {
 
 const char* OutcomeName(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kCompleted: return "completed";
-    case Outcome::kTargetReached: return "target_reached";
-    case Outcome::kDiverged: return "diverged";
-    case Outcome::kBudgetExhausted: return "budget_exhausted";
+    case Outcome::kCompleted:
+      return "completed";
+    case Outcome::kTargetReached:
+      return "target_reached";
+    case Outcome::kDiverged:
+      return "diverged";
+    case Outcome::kBudgetExhausted:
+      return "budget_exhausted";
   }
   return "completed";
 }
 
 int ExitCodeFor(Outcome outcome) {
   switch (outcome) {
-    case Outcome::kCompleted: return 0;
-    case Outcome::kTargetReached: return 3;
-    case Outcome::kDiverged: return 4;
-    case Outcome::kBudgetExhausted: return 5;
+    case Outcome::kCompleted:
+      return 0;
+    case Outcome::kTargetReached:
+      return 3;
+    case Outcome::kDiverged:
+      return 4;
+    case Outcome::kBudgetExhausted:
+      return 5;
   }
   return 1;
 }
@@ -315,9 +323,9 @@ Outcome Trainer::Run() {
       if (data_.truth && config_.model.name == "logreg") {
         const auto named = model_->named_parameters();
         const torch::Tensor* bias = named.find("linear.bias");
-        NoiseScaleTruth truth = TrueNoiseScale(
-            *data_.truth, named["linear.weight"],
-            bias != nullptr ? std::optional<torch::Tensor>(*bias) : std::nullopt);
+        NoiseScaleTruth truth =
+            TrueNoiseScale(*data_.truth, named["linear.weight"],
+                           bias != nullptr ? std::optional<torch::Tensor>(*bias) : std::nullopt);
         line["gns_true_sq"] = truth.grad_sq;
         line["gns_true_trace"] = truth.trace_sigma;
         line["gns_true_b_simple"] = truth.b_simple;
@@ -373,9 +381,9 @@ Outcome Trainer::Run() {
          {"target_step", reached ? nlohmann::ordered_json(target_step) : nullptr},
          {"target_samples", reached ? nlohmann::ordered_json(target_samples) : nullptr},
          {"target_seconds", NullableNumber(reached, target_seconds)},
-         {"final_loss", losses_.empty() ? nlohmann::ordered_json(nullptr)
-                                        : NullableNumber(std::isfinite(losses_.back()),
-                                                         losses_.back())},
+         {"final_loss", losses_.empty()
+                            ? nlohmann::ordered_json(nullptr)
+                            : NullableNumber(std::isfinite(losses_.back()), losses_.back())},
          {"final_test_loss", NullableNumber(have_eval, last_eval.loss)},
          {"final_test_accuracy", NullableNumber(have_eval && classification, last_eval.accuracy)}});
   }

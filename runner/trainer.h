@@ -57,8 +57,8 @@ struct EvalResult {
 class Trainer {
  public:
   // `comm` may be null only when world_size is 1; `metrics` is null on ranks other than 0.
-  Trainer(const RunConfig& config, const Dataset& data, Communicator* comm,
-          MetricsWriter* metrics, int rank);
+  Trainer(const RunConfig& config, const Dataset& data, Communicator* comm, MetricsWriter* metrics,
+          int rank);
   ~Trainer();
 
   Outcome Run();
@@ -104,8 +104,8 @@ class Trainer {
   std::unique_ptr<GradientBuckets> buckets_;  // K > 1
   torch::Tensor stats_;                       // K > 1: [loss, |g_local|^2, seconds] as a "grad"
   torch::Tensor grads_;                       // K = 1: all gradients, flat
-  torch::Tensor prev_grad_, scratch_;  // one-rank noise measurement
-  torch::Tensor batch_x_, batch_y_;    // [local_batch, F], [local_batch] or [local_batch, 1]
+  torch::Tensor prev_grad_, scratch_;         // one-rank noise measurement
+  torch::Tensor batch_x_, batch_y_;           // [local_batch, F], [local_batch] or [local_batch, 1]
 
   int64_t step_ = 0;
   int64_t total_steps_ = 0;  // 0 = only a seconds budget

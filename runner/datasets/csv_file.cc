@@ -22,8 +22,8 @@ std::vector<std::string> SplitCells(const std::string& line) {
   size_t start = 0;
   while (true) {
     const size_t comma = line.find(',', start);
-    std::string cell = line.substr(start, comma == std::string::npos ? std::string::npos
-                                                                     : comma - start);
+    std::string cell =
+        line.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const size_t b = cell.find_first_not_of(" \t\r\"");
     const size_t e = cell.find_last_not_of(" \t\r\"");
     cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
@@ -66,28 +66,31 @@ CsvTable ReadCsvFile(const std::string& path, int64_t label_column, bool classif
       columns = cells.size();
       const int64_t want = label_column < 0 ? static_cast<int64_t>(columns) - 1 : label_column;
       if (want >= static_cast<int64_t>(columns)) {
-        throw CsvError(path, line_no, "data.label_column " + std::to_string(label_column) +
-                                          " is past the last column (" +
-                                          std::to_string(columns - 1) + ")");
+        throw CsvError(path, line_no,
+                       "data.label_column " + std::to_string(label_column) +
+                           " is past the last column (" + std::to_string(columns - 1) + ")");
       }
       label = static_cast<size_t>(want);
       if (!numeric) continue;  // header
     }
     if (cells.size() != columns) {
-      throw CsvError(path, line_no, "has " + std::to_string(cells.size()) + " columns, expected " +
-                                        std::to_string(columns));
+      throw CsvError(
+          path, line_no,
+          "has " + std::to_string(cells.size()) + " columns, expected " + std::to_string(columns));
     }
     for (size_t i = 0; i < cells.size(); ++i) {
       if (!ParseNumber(cells[i], values[i])) {
-        throw CsvError(path, line_no, "column " + std::to_string(i) + " (\"" + cells[i] +
-                                          "\") is not a finite number");
+        throw CsvError(
+            path, line_no,
+            "column " + std::to_string(i) + " (\"" + cells[i] + "\") is not a finite number");
       }
     }
     const double y = values[label];
     if (classification && (y < 0 || y != std::floor(y) || y > 1e6)) {
-      throw CsvError(path, line_no, "label \"" + cells[label] +
-                                        "\" is not a class index (0, 1, 2, ...); for real-valued "
-                                        "labels set data.task to \"regression\"");
+      throw CsvError(path, line_no,
+                     "label \"" + cells[label] +
+                         "\" is not a class index (0, 1, 2, ...); for real-valued "
+                         "labels set data.task to \"regression\"");
     }
     labels.push_back(y);
     for (size_t i = 0; i < values.size(); ++i) {

@@ -30,9 +30,8 @@ std::string RequireIdx(const std::string& dir, const std::string& stem, const st
 void FromIdx(const torch::Tensor& images, const torch::Tensor& labels, const std::string& where,
              torch::Tensor& x, torch::Tensor& y) {
   if (images.dim() < 2 || labels.dim() != 1 || images.size(0) != labels.size(0)) {
-    throw DataError(where + ": image and label files disagree (" +
-                    std::to_string(images.size(0)) + " images, " +
-                    std::to_string(labels.size(0)) + " labels)");
+    throw DataError(where + ": image and label files disagree (" + std::to_string(images.size(0)) +
+                    " images, " + std::to_string(labels.size(0)) + " labels)");
   }
   x = images.reshape({images.size(0), -1}).to(torch::kFloat32).div_(255.0f);
   y = labels.to(torch::kInt64);
@@ -42,8 +41,10 @@ Dataset LoadIdx(const DataConfig& c) {
   const std::string dir = c.path.empty() ? kFashionMnistDir : c.path;
   Dataset d;
   d.name = c.name;
-  const torch::Tensor train_images = ReadIdxFile(RequireIdx(dir, "train-images-idx3-ubyte", c.name));
-  const torch::Tensor train_labels = ReadIdxFile(RequireIdx(dir, "train-labels-idx1-ubyte", c.name));
+  const torch::Tensor train_images =
+      ReadIdxFile(RequireIdx(dir, "train-images-idx3-ubyte", c.name));
+  const torch::Tensor train_labels =
+      ReadIdxFile(RequireIdx(dir, "train-labels-idx1-ubyte", c.name));
   const torch::Tensor test_images = ReadIdxFile(RequireIdx(dir, "t10k-images-idx3-ubyte", c.name));
   const torch::Tensor test_labels = ReadIdxFile(RequireIdx(dir, "t10k-labels-idx1-ubyte", c.name));
   FromIdx(train_images, train_labels, dir + "/train-*", d.train_x, d.train_y);
@@ -74,8 +75,10 @@ Dataset LoadCsv(const DataConfig& c) {
   if (c.test_path.empty()) {  // hold out the last sixth
     const int64_t n = train.x.size(0);
     const int64_t n_test = n / 6;
-    if (n_test < 1) throw DataError("data.path: \"" + c.path + "\" has too few rows to hold out a "
-                                    "test set; set data.test_path");
+    if (n_test < 1)
+      throw DataError("data.path: \"" + c.path +
+                      "\" has too few rows to hold out a "
+                      "test set; set data.test_path");
     d.train_x = train.x.narrow(0, 0, n - n_test).clone();
     d.train_y = train.y.narrow(0, 0, n - n_test).clone();
     d.test_x = train.x.narrow(0, n - n_test, n_test).clone();

@@ -31,9 +31,9 @@ struct LinearTruth {
 struct Dataset {
   std::string name;
   torch::Tensor train_x, train_y, test_x, test_y;
-  int64_t classes = 0;                 // 0 = regression
-  std::vector<int64_t> image_shape;    // {C, H, W} for image data, else empty
-  std::optional<LinearTruth> truth;    // synthetic-linear only
+  int64_t classes = 0;               // 0 = regression
+  std::vector<int64_t> image_shape;  // {C, H, W} for image data, else empty
+  std::optional<LinearTruth> truth;  // synthetic-linear only
 
   int64_t features() const { return train_x.size(1); }
   int64_t train_size() const { return train_x.size(0); }

@@ -39,9 +39,9 @@ ShardSampler::ShardSampler(int64_t dataset_size, int64_t seed, int rank, int wor
 }
 
 void ShardSampler::Shuffle() {
-  at::Generator gen = at::detail::createCPUGenerator(
-      DeriveSeed(static_cast<uint64_t>(seed_), static_cast<uint64_t>(rank_) + 1,
-                 static_cast<uint64_t>(epoch_)));
+  at::Generator gen = at::detail::createCPUGenerator(DeriveSeed(static_cast<uint64_t>(seed_),
+                                                                static_cast<uint64_t>(rank_) + 1,
+                                                                static_cast<uint64_t>(epoch_)));
   shard_ = shard_.index_select(0, torch::randperm(shard_.numel(), gen, torch::kInt64));
   position_ = 0;
 }

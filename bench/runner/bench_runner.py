@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""bench/runner: batchlab-runner against the equivalent PyTorch script (ddp_baseline.py: DDP over
+gloo for 2 ranks, a plain module for 1), same model, global batch, steps, threads and data
+(Fashion-MNIST), 1 and 2 ranks, MLP and CNN. Both are launched with the same mpirun line and timed
+over their training loops only (the runner: `seconds` of its end line, which starts before the
+first step and includes a final evaluation on 100 test samples; the baseline: after 5 untimed
+warm-up steps). Prints samples/s of both and their ratio, from one run of this script.
+
+    python3 bench/runner/bench_runner.py --runner build/runner/batchlab-runner [--repeat 2]
+
+Needs python3-torch (benchmark only). The best of --repeat runs of each is reported, because other
+work on the machine can only slow a run down.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none"]
+
+CASES = [  # (model, global batch, steps)
+    ("mlp", 64, 800),
+    ("mlp", 256, 300),
+    ("cnn", 64, 60),
+]
+
+
+def run_runner(runner, model, batch, steps, ranks, threads, tmp):
+    config = {
+        "seed": 1, "nodes": ranks, "batch_size": batch,
+        "data": {"name": "fashion-mnist"},
+        "model": {"name": model, "hidden": [128], **({"channels": [16, 32]} if model == "cnn" else {})},
+        "optimizer": {"name": "momentum", "momentum": 0.9},
+        "lr": {"base": 0.05, "base_batch_size": batch, "rule": "none"},
+        "budget": {"steps": steps}, "eval": {"every_steps": 0, "subset": 100},
+        "gns": {"every_steps": 0}, "comm": {"backend": "mpi"}, "threads": threads,
+        "metrics_path": os.path.join(tmp, "metrics.jsonl"),
+    }
+    path = os.path.join(tmp, "config.json")
+    with open(path, "w") as f:
+        json.dump(config, f)
+    subprocess.run(MPIRUN + ["-np", str(ranks), runner, "--config", path], check=True)
+    with open(config["metrics_path"]) as f:
+        end = [json.loads(line) for line in f][-1]
+    assert end["kind"] == "end" and end["steps"] == steps, end
+    return end["samples"] / end["seconds"]
+
+
+def run_baseline(model, batch, steps, ranks, threads, tmp):
+    store = os.path.join(tmp, "store")
+    if os.path.exists(store):
+        os.remove(store)
+    out = subprocess.run(
+        MPIRUN + ["-np", str(ranks), sys.executable, os.path.join(HERE, "ddp_baseline.py"),
+                  "--model", model, "--batch", str(batch), "--steps", str(steps),
+                  "--threads", str(threads), "--store", store],
+        check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["samples_per_second"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runner", default=os.path.join(HERE, "../../build/runner/batchlab-runner"))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    print(f"{'model':5} {'batch':>5} {'ranks':>5} {'steps':>5} {'runner samples/s':>17} "
+          f"{'pytorch samples/s':>18} {'ratio':>6}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, batch, steps in CASES:
+            for ranks in (1, 2):
+                ours, theirs = 0.0, 0.0
+                for _ in range(args.repeat):  # interleaved, so both see the same machine load
+                    ours = max(ours, run_runner(args.runner, model, batch, steps, ranks,
+                                                args.threads, tmp))
+                    theirs = max(theirs, run_baseline(model, batch, steps, ranks, args.threads, tmp))
+                print(f"{model:5} {batch:5d} {ranks:5d} {steps:5d} {ours:17.0f} {theirs:18.0f} "
+                      f"{ours / theirs:6.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+// Datasets on real files: the installed Fashion-MNIST, and small IDX/CSV files written here
+// (valid, corrupt, truncated); the distributed sampler's shards.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runner/datasets/csv_file.h"
+#include "runner/datasets/dataset.h"
+#include "runner/datasets/idx_file.h"
+#include "runner/datasets/shard_sampler.h"
+#include "runner/runner_error.h"
+
+namespace batchlab::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string TempDir() {
+  std::string pattern = (fs::temp_directory_path() / "batchlab-datasets-XXXXXX").string();
+  const char* dir = mkdtemp(pattern.data());
+  EXPECT_NE(dir, nullptr);
+  return pattern;
+}
+
+void WriteBytes(const std::string& path, const std::vector<unsigned char>& bytes, bool gz) {
+  if (gz) {
+    gzFile f = gzopen(path.c_str(), "wb");
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(f);
+  } else {
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+  }
+}
+
+// An IDX ubyte file with the given dims and values 0, 1, 2, ...
+std::vector<unsigned char> Idx(const std::vector<int>& dims, size_t values) {
+  std::vector<unsigned char> b = {0, 0, 8, static_cast<unsigned char>(dims.size())};
+  for (int d : dims) {
+    b.push_back(0), b.push_back(0), b.push_back(static_cast<unsigned char>(d >> 8));
+    b.push_back(static_cast<unsigned char>(d & 255));
+  }
+  for (size_t i = 0; i < values; ++i) b.push_back(static_cast<unsigned char>(i % 251));
+  return b;
+}
+
+std::string MessageOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const RunnerError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(IdxFileTest, ReadsTheInstalledFashionMnist) {
+  const torch::Tensor images =
+      ReadIdxFile(std::string(kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
+  EXPECT_EQ(images.sizes(), torch::IntArrayRef({10000, 28, 28}));
+  const torch::Tensor labels =
+      ReadIdxFile(std::string(kFashionMnistDir) + "/t10k-labels-idx1-ubyte.gz");
+  ASSERT_EQ(labels.sizes(), torch::IntArrayRef({10000}));
+  EXPECT_EQ(labels.max().item<int>(), 9);
+  // Every class is present ~1000 times in the test set.
+  const torch::Tensor counts = torch::bincount(labels.to(torch::kInt64));
+  EXPECT_EQ(counts.min().item<int64_t>(), 1000);
+}
+
+TEST(IdxFileTest, ReadsGzipAndPlainAndRejectsDamage) {
+  const std::string dir = TempDir();
+  WriteBytes(dir + "/a.gz", Idx({3, 2}, 6), true);
+  WriteBytes(dir + "/b", Idx({3, 2}, 6), false);
+  const torch::Tensor a = ReadIdxFile(dir + "/a.gz");
+  EXPECT_EQ(a.sizes(), torch::IntArrayRef({3, 2}));
+  EXPECT_EQ(a[2][1].item<int>(), 5);
+  EXPECT_TRUE(torch::equal(a, ReadIdxFile(dir + "/b")));
+  EXPECT_EQ(FindIdxFile(dir + "/a"), dir + "/a.gz");
+  EXPECT_EQ(FindIdxFile(dir + "/b"), dir + "/b");
+  EXPECT_EQ(FindIdxFile(dir + "/c"), "");
+
+  WriteBytes(dir + "/short.gz", Idx({3, 2}, 4), true);  // header says 6 values, file has 4
+  EXPECT_NE(MessageOf([&] { ReadIdxFile(dir + "/short.gz"); }).find("truncated"),
+            std::string::npos);
+  std::vector<unsigned char> gz_garbage = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 'x',
+                                           'y',  'z',  1, 2, 3, 4, 5, 6, 7, 8, 9};
+  WriteBytes(dir + "/corrupt.gz", gz_garbage, false);
+  const std::string corrupt = MessageOf([&] { ReadIdxFile(dir + "/corrupt.gz"); });
+  EXPECT_NE(corrupt.find(dir + "/corrupt.gz"), std::string::npos) << corrupt;
+  EXPECT_NE(MessageOf([&] { ReadIdxFile(dir + "/missing.gz"); }).find("does not exist"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(DatasetTest, FashionMnistIsPreloadedInZeroOne) {
+  DataConfig c;
+  c.samples = 1000;  // cap for speed; still reads and decompresses the real files
+  const Dataset d = LoadDataset(c);
+  EXPECT_EQ(d.train_size(), 1000);
+  EXPECT_EQ(d.test_size(), 10000);
+  EXPECT_EQ(d.features(), 784);
+  EXPECT_EQ(d.classes, 10);
+  EXPECT_EQ(d.image_shape, std::vector<int64_t>({1, 28, 28}));
+  EXPECT_GE(d.train_x.min().item<float>(), 0.0f);
+  EXPECT_LE(d.train_x.max().item<float>(), 1.0f);
+  EXPECT_GT(d.train_x.max().item<float>(), 0.99f);
+  EXPECT_EQ(d.train_y.scalar_type(), torch::kInt64);
+}
+
+TEST(DatasetTest, MissingDatasetNamesThePathAndTheFix) {
+  DataConfig c;
+  c.path = "/nonexistent/fmnist";
+  try {
+    LoadDataset(c);
+    FAIL() << "no error";
+  } catch (const RunnerError& e) {
+    EXPECT_EQ(e.kind(), RunnerError::Kind::kData);
+    EXPECT_EQ(e.exit_code(), 1);
+    const std::string m = e.what();
+    EXPECT_NE(m.find("/nonexistent/fmnist"), std::string::npos) << m;
+    EXPECT_NE(m.find("train-images-idx3-ubyte"), std::string::npos) << m;
+  }
+}
+
+TEST(DatasetTest, UserIdxFolderWithTheFashionMnistLayout) {
+  const std::string dir = TempDir();
+  WriteBytes(dir + "/train-images-idx3-ubyte", Idx({12, 4, 4}, 12 * 16), false);
+  WriteBytes(dir + "/t10k-images-idx3-ubyte.gz", Idx({6, 4, 4}, 6 * 16), true);
+  std::vector<unsigned char> labels = {0, 0, 8, 1, 0, 0, 0, 12};
+  for (int i = 0; i < 12; ++i) labels.push_back(static_cast<unsigned char>(i % 3));
+  WriteBytes(dir + "/train-labels-idx1-ubyte", labels, false);
+  labels = {0, 0, 8, 1, 0, 0, 0, 6, 0, 1, 2, 0, 1, 2};
+  WriteBytes(dir + "/t10k-labels-idx1-ubyte", labels, false);
+  DataConfig c;
+  c.name = "idx";
+  c.path = dir;
+  const Dataset d = LoadDataset(c);
+  EXPECT_EQ(d.train_size(), 12);
+  EXPECT_EQ(d.test_size(), 6);
+  EXPECT_EQ(d.classes, 3);
+  EXPECT_EQ(d.image_shape, std::vector<int64_t>({1, 4, 4}));
+  fs::remove_all(dir);
+}
+
+TEST(CsvFileTest, HeaderLabelColumnAndStandardization) {
+  const std::string dir = TempDir();
+  std::ofstream(dir + "/train.csv") << "a,label,b\n1,0,10\n2,1,20\n3,0,30\n4,1,40\n";
+  const CsvTable t = ReadCsvFile(dir + "/train.csv", 1, true);
+  EXPECT_EQ(t.x.sizes(), torch::IntArrayRef({4, 2}));
+  EXPECT_EQ(t.y[3].item<int64_t>(), 1);
+  EXPECT_FLOAT_EQ(t.x[2][1].item<float>(), 30.0f);
+
+  std::ofstream(dir + "/test.csv") << "a,label,b\n5,1,50\n";
+  DataConfig c;
+  c.name = "csv";
+  c.path = dir + "/train.csv";
+  c.test_path = dir + "/test.csv";
+  c.label_column = 1;
+  const Dataset d = LoadDataset(c);
+  EXPECT_EQ(d.classes, 2);
+  EXPECT_NEAR(d.train_x.mean(0)[0].item<float>(), 0.0f, 1e-6);  // standardized
+  EXPECT_NEAR(d.train_x.std(0)[1].item<float>(), 1.0f, 1e-5);
+
+  std::ofstream(dir + "/bad.csv") << "1,2,0\n3,oops,1\n";
+  const std::string m = MessageOf([&] { ReadCsvFile(dir + "/bad.csv", -1, true); });
+  EXPECT_NE(m.find("line 2: column 1 (\"oops\")"), std::string::npos) << m;
+  std::ofstream(dir + "/real.csv") << "1,0.5\n2,1.5\n";
+  EXPECT_NE(MessageOf([&] { ReadCsvFile(dir + "/real.csv", -1, true); }).find("regression"),
+            std::string::npos);
+  EXPECT_FLOAT_EQ(ReadCsvFile(dir + "/real.csv", -1, false).y[1][0].item<float>(), 1.5f);
+  fs::remove_all(dir);
+}
+
+TEST(ShardSamplerTest, RanksGetDisjointEqualShardsReshuffledPerEpoch) {
+  const int64_t n = 103, batch = 10;
+  ShardSampler r0(n, 7, 0, 2, batch), r1(n, 7, 1, 2, batch);
+  EXPECT_EQ(r0.shard_size(), 51);
+  EXPECT_EQ(r0.steps_per_epoch(), 5);
+  EXPECT_EQ(r1.shard_size(), 51);
+  std::set<int64_t> seen0, seen1;
+  std::vector<int64_t> first_epoch;
+  ShardSampler a(n, 7, 0, 2, batch), b(n, 7, 1, 2, batch), a_again(n, 7, 0, 2, batch);
+  for (int s = 0; s < 5; ++s) {
+    torch::Tensor ra = a.Next(), rb = b.Next(), rc = a_again.Next();
+    EXPECT_TRUE(torch::equal(ra, rc));  // same seed and rank -> same order
+    for (int64_t i = 0; i < batch; ++i) {
+      seen0.insert(ra[i].item<int64_t>());
+      seen1.insert(rb[i].item<int64_t>());
+      first_epoch.push_back(ra[i].item<int64_t>());
+    }
+  }
+  EXPECT_EQ(seen0.size(), 50u);
+  EXPECT_EQ(seen1.size(), 50u);
+  for (int64_t v : seen0) EXPECT_EQ(seen1.count(v), 0u) << v;
+  EXPECT_EQ(a.epoch(), 0);
+  torch::Tensor next = a.Next();  // starts epoch 1 with a new order
+  EXPECT_EQ(a.epoch(), 1);
+  std::vector<int64_t> second(next.data_ptr<int64_t>(), next.data_ptr<int64_t>() + batch);
+  EXPECT_NE(second, std::vector<int64_t>(first_epoch.begin(), first_epoch.begin() + batch));
+  EXPECT_NE(MessageOf([&] { ShardSampler(10, 1, 0, 2, 6); }).find("batch_size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace batchlab::runner

@@ -1,0 +1,186 @@
+// The batchlab-runner executable as the orchestrator sees it: exit codes, stderr messages and
+// the metrics file (docs/protocol.md), on the real Fashion-MNIST.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+class RunnerBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "batchlab-runner-bin-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // The quickstart's base configuration (docs/protocol.md fields), 1 rank.
+  json Quickstart() const {
+    return json::parse(R"({
+      "run_id": "00000000000000aa", "sweep": "quickstart", "attempt": 1, "seed": 1,
+      "nodes": 1, "ranks_per_node": 1, "world_size": 1, "batch_size": 64, "accumulation": 1,
+      "local_batch_size": 64, "micro_batch_size": 64,
+      "data": {"name": "fashion-mnist"}, "model": {"name": "mlp", "hidden": [128]},
+      "optimizer": {"name": "momentum", "momentum": 0.9, "weight_decay": 0},
+      "lr": {"base": 0.05, "base_batch_size": 64, "rule": "none", "warmup_steps": 10,
+             "schedule": "constant"},
+      "budget": {"epochs": 1}, "eval": {"every_steps": 100, "subset": 0}, "target": null,
+      "comm": {"backend": "mpi", "bucket_mb": 25}, "gns": {"every_steps": 1}, "threads": 1,
+      "precision": "fp32", "mode": "train"})");
+  }
+
+  // Writes `config` (metrics_path set to dir/<name>.jsonl), runs the runner, returns its exit
+  // code; stderr goes to err_.
+  int Run(json config, const std::string& name, const std::string& extra_args = "") {
+    metrics_ = dir_ + "/" + name + ".jsonl";
+    if (!config.contains("metrics_path")) config["metrics_path"] = metrics_;
+    const std::string config_path = dir_ + "/" + name + ".json";
+    std::ofstream(config_path) << config.dump();
+    const std::string err_path = dir_ + "/" + name + ".err";
+    const std::string cmd = std::string(BATCHLAB_RUNNER_BIN) + " --config " + config_path + " " +
+                            extra_args + " 2>" + err_path;
+    const int status = std::system(cmd.c_str());
+    std::stringstream err;
+    err << std::ifstream(err_path).rdbuf();
+    err_ = err.str();
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  std::vector<json> Lines() const {
+    std::vector<json> lines;
+    std::ifstream in(metrics_);
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(json::parse(line));
+    return lines;
+  }
+
+  std::string dir_, metrics_, err_;
+};
+
+TEST_F(RunnerBinaryTest, QuickstartBaseConfigReaches80PercentWithAValidMetricsFile) {
+  ASSERT_EQ(Run(Quickstart(), "base"), 0) << err_;
+  const std::vector<json> lines = Lines();
+  ASSERT_GT(lines.size(), 900u);
+  for (size_t i = 0; i < lines.size(); ++i) ASSERT_EQ(lines[i]["seq"], i);  // 0, 1, 2, ...
+  EXPECT_EQ(lines.front()["kind"], "start");
+  EXPECT_EQ(lines.front()["parameters"], 784 * 128 + 128 + 128 * 10 + 10);
+  int steps = 0, evals = 0;
+  for (const json& l : lines) {
+    if (l["kind"] == "step") {
+      ++steps;
+      EXPECT_EQ(l["step"], steps);
+      EXPECT_EQ(l["samples"], steps * 64);
+      for (const char* k : {"loss", "lr", "step_seconds", "data_seconds", "compute_seconds",
+                            "comm_seconds", "optim_seconds", "gns_sq_small", "gns_sq_big"}) {
+        ASSERT_TRUE(l.contains(k) && l[k].is_number()) << k << " in " << l.dump();
+      }
+      EXPECT_EQ(l["gns_b_small"], 32);  // one rank, no accumulation: two half-batches
+      EXPECT_EQ(l["gns_b_big"], 64);
+    }
+    if (l["kind"] == "eval") ++evals;
+  }
+  EXPECT_EQ(steps, 60000 / 64);
+  EXPECT_EQ(evals, 10);  // every 100 steps, plus the final one at step 937
+  // Warmup from 0.05 (rule none: the peak is also 0.05).
+  EXPECT_DOUBLE_EQ(lines[1]["lr"].get<double>(), 0.05);
+  const json& end = lines.back();
+  EXPECT_EQ(end["kind"], "end");
+  EXPECT_EQ(end["outcome"], "completed");
+  EXPECT_EQ(end["steps"], 937);
+  EXPECT_GE(end["final_test_accuracy"].get<double>(), 0.80) << end.dump();
+}
+
+TEST_F(RunnerBinaryTest, SameConfigAndSeedGiveTheSameLossCurveAcrossProcesses) {
+  json c = Quickstart();
+  c["budget"] = {{"steps", 150}};
+  c["lr"]["rule"] = "linear";
+  c["batch_size"] = 128, c["local_batch_size"] = 128, c["micro_batch_size"] = 64;
+  c["accumulation"] = 2;
+  auto losses = [&](const std::string& name) {
+    EXPECT_EQ(Run(c, name), 0) << err_;
+    std::vector<double> out;
+    for (const json& l : Lines()) {
+      if (l["kind"] == "step") out.push_back(l["loss"].get<double>());
+    }
+    return out;
+  };
+  const std::vector<double> a = losses("a"), b = losses("b");
+  ASSERT_EQ(a.size(), 150u);
+  EXPECT_EQ(a, b);
+  EXPECT_DOUBLE_EQ(Lines()[150]["lr"].get<double>(), 0.1);  // linear: 0.05 * 128 / 64
+}
+
+TEST_F(RunnerBinaryTest, ConfigErrorsExit2NamingTheJsonPath) {
+  json c = Quickstart();
+  c["model"]["hiden"] = {64};
+  EXPECT_EQ(Run(c, "unknown"), 2);
+  EXPECT_NE(err_.find("batchlab-runner[rank 0]: model.hiden: unknown field"), std::string::npos)
+      << err_;
+  EXPECT_FALSE(fs::exists(metrics_));
+
+  c = Quickstart();
+  c["optimizer"]["momentum"] = "0.9";
+  EXPECT_EQ(Run(c, "type"), 2);
+  EXPECT_NE(err_.find("optimizer.momentum: \"0.9\" must be a number"), std::string::npos) << err_;
+
+  c = Quickstart();
+  c["batch_size"] = 100;
+  c["accumulation"] = 3;
+  c.erase("local_batch_size"), c.erase("micro_batch_size");
+  EXPECT_EQ(Run(c, "divisible"), 2);
+  EXPECT_NE(err_.find("batch_size: 100 is not divisible"), std::string::npos) << err_;
+
+  c = Quickstart();
+  c["optimizer"]["name"] = "adagrad";
+  EXPECT_EQ(Run(c, "optimizer", "--validate"), 2);
+  EXPECT_NE(err_.find("optimizer.name"), std::string::npos) << err_;
+  EXPECT_EQ(Run(Quickstart(), "valid", "--validate"), 0) << err_;
+  EXPECT_FALSE(fs::exists(metrics_));  // --validate trains and writes nothing
+}
+
+TEST_F(RunnerBinaryTest, MissingDatasetExits1AndLeavesNoFinishedLookingFile) {
+  json c = Quickstart();
+  c["data"]["path"] = dir_ + "/no-such-folder";
+  EXPECT_EQ(Run(c, "missing"), 1);
+  EXPECT_NE(err_.find("no-such-folder"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("train-images-idx3-ubyte"), std::string::npos) << err_;
+  if (fs::exists(metrics_)) {
+    for (const json& l : Lines()) EXPECT_NE(l["kind"], "end");
+  }
+}
+
+TEST_F(RunnerBinaryTest, TargetReachedExits3AndNoopExits0) {
+  json c = Quickstart();
+  c["eval"]["every_steps"] = 50;
+  c["target"] = {{"metric", "test_accuracy"}, {"op", ">="}, {"value", 0.6}};
+  EXPECT_EQ(Run(c, "target"), 3) << err_;
+  const json end = Lines().back();
+  EXPECT_EQ(end["outcome"], "target_reached");
+  EXPECT_EQ(end["target_step"].get<int>() % 50, 0);
+  EXPECT_LT(end["target_step"].get<int>(), 937);
+  EXPECT_GE(end["final_test_accuracy"].get<double>(), 0.6);
+
+  c = Quickstart();
+  c["mode"] = "noop";
+  EXPECT_EQ(Run(c, "noop"), 0) << err_;
+  const std::vector<json> lines = Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["kind"], "start");
+  EXPECT_EQ(lines[1]["kind"], "end");
+  EXPECT_EQ(lines[1]["seq"], 1);
+}
+
+}  // namespace
