@@ -154,6 +154,27 @@ TEST(SchemaTest, TextFileIsNotADatabase) {
   EXPECT_EQ(reader.status().code(), StatusCode::kFailedPrecondition);
 }
 
+TEST(SchemaTest, CorruptDatabaseGetsAClearMessage) {
+  TempDir dir;
+  const std::string path = dir.File("corrupt.db");
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+  }
+  std::string bytes = ReadFile(path);
+  ASSERT_GT(bytes.size(), 4096u);
+  for (size_t i = 100; i < 4000; ++i) bytes[i] = static_cast<char>(0xA5);  // schema page
+  WriteFile(path, bytes);
+  auto store = Store::Open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find("corrupt"), std::string::npos)
+      << store.status().message();
+  auto reader = OpenReadOnly(path);
+  ASSERT_FALSE(reader.ok());
+  EXPECT_NE(reader.status().message().find("corrupt"), std::string::npos);
+}
+
 TEST(SchemaTest, ForeignSqliteDatabaseIsRefused) {
   TempDir dir;
   const std::string path = dir.File("other.db");
