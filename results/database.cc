@@ -3,6 +3,8 @@
 
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include <fmt/core.h>
@@ -149,6 +151,12 @@ bool Statement::IsReadOnly() const { return sqlite3_stmt_readonly(stmt_) != 0; }
 
 StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path, Mode mode,
                                                    int busy_timeout_ms) {
+  std::error_code ec;
+  if (mode == Mode::kReadOnly && !std::filesystem::exists(path, ec)) {
+    return NotFoundError(fmt::format(
+        "database {} does not exist: pass --db PATH, or create it with `batchlab sweep run SPEC`",
+        path));
+  }
   int flags =
       mode == Mode::kReadOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   flags |= SQLITE_OPEN_NOMUTEX;  // one connection per thread
