@@ -4,7 +4,10 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -167,6 +170,43 @@ TEST_F(IngestTest, MissingFileHoldsNothingYetAndReplacedFileIsReread) {
   EXPECT_EQ(after.values_stored, 0);
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'metrics_file_rewound'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 9);
+}
+
+// A file written by the real batchlab-runner (1 rank, 30 steps, eval every 10; kept in
+// testdata/): every numeric field of its step/eval lines but seq and step is stored once, and its
+// end and start lines fill the summary. Expected counts come from reading the file here.
+TEST_F(IngestTest, RealRunnerFileIsStoredCompletely) {
+  const std::string path = BATCHLAB_TESTDATA "/runner_metrics.jsonl";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  int64_t expected_values = 0, lines = 0;
+  nlohmann::json end, start;
+  for (std::string line; std::getline(in, line); ++lines) {
+    auto j = nlohmann::json::parse(line);
+    if (j["kind"] == "end") end = j;
+    if (j["kind"] == "start") start = j;
+    if (j["kind"] != "step" && j["kind"] != "eval") continue;
+    for (const auto& [key, value] : j.items()) {
+      expected_values += value.is_number() && key != "seq" && key != "step";
+    }
+  }
+  ASSERT_TRUE(end.is_object());
+  metrics_ = path;
+  IngestStats s = Ingest();
+  EXPECT_EQ(s.lines_read, lines);
+  EXPECT_EQ(s.lines_stored, lines);
+  EXPECT_EQ(s.corrupt_lines, 0);
+  EXPECT_TRUE(s.saw_end);
+  EXPECT_EQ(s.values_stored, expected_values);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics"), expected_values);
+  EXPECT_EQ(Count(fmt::format("SELECT count(*) FROM run_summary WHERE steps = {} AND "
+                              "final_test_accuracy = {} AND outcome = '{}' AND host = '{}'",
+                              end["steps"].get<int64_t>(), end["final_test_accuracy"].dump(),
+                              end["outcome"].get<std::string>(),
+                              start["host"].get<std::string>())),
+            1);
+  EXPECT_EQ(Count("SELECT count(DISTINCT seq) FROM run_metrics WHERE name = 'test_accuracy'"),
+            3);
 }
 
 TEST_F(IngestTest, UnknownRunIsNotFound) {
