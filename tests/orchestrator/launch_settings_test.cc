@@ -1,0 +1,139 @@
+// Launch settings and runner discovery: mpirun argument vectors, environment precedence
+// (spec launch.env > environment > defaults), ETA, and where batchlab-runner is found.
+#include <cstdlib>
+#include <fstream>
+
+#include <boost/filesystem.hpp>
+#include <gtest/gtest.h>
+
+#include "orchestrator/local_launcher.h"
+#include "orchestrator/progress.h"
+#include "orchestrator/runner_locator.h"
+#include "orchestrator/slurm_launcher.h"
+#include "tests/orchestrator/temp_dir.h"
+
+namespace batchlab::orchestrator {
+namespace {
+
+namespace fs = boost::filesystem;
+
+LaunchRequest Request(int world) {
+  LaunchRequest r;
+  r.run_id = "abc";
+  r.attempt = 2;
+  r.attempt_dir = "/runs/s/abc/attempt-2";
+  r.config_path = "/runs/s/abc/attempt-2/config.json";
+  r.nodes = world;
+  r.world_size = world;
+  r.slots = world;
+  return r;
+}
+
+TEST(LaunchSettingsTest, MpirunArgumentVector) {
+  LocalLaunchSettings s;
+  s.runner = "/b/runner/batchlab-runner";
+  s.pool_slots = 2;
+  auto args = MpirunArguments(s, Request(2), /*as_root=*/true, /*hardware_cores=*/2);
+  EXPECT_EQ(args, (std::vector<std::string>{"-np", "2", "--bind-to", "none",
+                                            "--allow-run-as-root", "/b/runner/batchlab-runner",
+                                            "--config", "/runs/s/abc/attempt-2/config.json"}));
+  // Not root, more ranks than slots: --oversubscribe, and the spec's mpirun_args before the runner.
+  s.mpirun_args = {"--mca", "btl_tcp_if_include", "lo"};
+  auto over = MpirunArguments(s, Request(4), false, 8);
+  EXPECT_EQ(over, (std::vector<std::string>{"-np", "4", "--bind-to", "none", "--oversubscribe",
+                                            "--mca", "btl_tcp_if_include", "lo",
+                                            "/b/runner/batchlab-runner", "--config",
+                                            "/runs/s/abc/attempt-2/config.json"}));
+  // More ranks than cores even if the pool is larger.
+  s.mpirun_args.clear();
+  s.pool_slots = 16;
+  auto cores = MpirunArguments(s, Request(4), false, 2);
+  EXPECT_NE(std::find(cores.begin(), cores.end(), "--oversubscribe"), cores.end());
+}
+
+TEST(LaunchSettingsTest, EnvironmentPrecedence) {
+  // Defaults when nothing is set.
+  auto d = LaunchEnvironmentOverrides({}, {});
+  EXPECT_EQ(d.at("OMPI_MCA_btl"), "self,vader");
+  EXPECT_EQ(d.at("OMPI_MCA_pml"), "ob1");
+  // A variable already in the environment wins over the default (it is inherited as is).
+  auto e = LaunchEnvironmentOverrides({}, {{"OMPI_MCA_btl", "self,tcp"}});
+  EXPECT_EQ(e.count("OMPI_MCA_btl"), 0u);
+  EXPECT_EQ(e.at("OMPI_MCA_pml"), "ob1");
+  // The spec's launch.env wins over both.
+  auto s = LaunchEnvironmentOverrides({{"OMPI_MCA_btl", "self,vader,tcp"}, {"X", "1"}},
+                                      {{"OMPI_MCA_btl", "self,tcp"}});
+  EXPECT_EQ(s.at("OMPI_MCA_btl"), "self,vader,tcp");
+  EXPECT_EQ(s.at("X"), "1");
+}
+
+TEST(LaunchSettingsTest, SbatchArgumentVector) {
+  SlurmLaunchSettings s;
+  s.runner = "/b/batchlab-runner";
+  s.slurm.partition = "gpu";
+  s.slurm.time_limit_minutes = 7;
+  s.slurm.sbatch_args = {"--exclusive"};
+  LaunchRequest r = Request(2);
+  r.nodes = 2;
+  r.ranks_per_node = 1;
+  r.cpus_per_rank = 3;
+  auto a = SbatchArguments(s, r, "/runs/s/abc/attempt-2/job.sh", false);
+  auto has = [&](const std::string& x) { return std::find(a.begin(), a.end(), x) != a.end(); };
+  EXPECT_TRUE(has("--nodes=2"));
+  EXPECT_TRUE(has("--ntasks-per-node=1"));
+  EXPECT_TRUE(has("--cpus-per-task=3"));
+  EXPECT_TRUE(has("--time=7"));
+  EXPECT_TRUE(has("--partition=gpu"));
+  EXPECT_TRUE(has("--exclusive"));
+  // The script, then mpirun and the runner as plain arguments.
+  auto script = std::find(a.begin(), a.end(), "/runs/s/abc/attempt-2/job.sh");
+  ASSERT_NE(script, a.end());
+  EXPECT_EQ(*(script + 1), "mpirun");
+  EXPECT_EQ(a.back(), "/runs/s/abc/attempt-2/config.json");
+}
+
+TEST(LaunchSettingsTest, EtaFromObservedRunTimes) {
+  ProgressCounts c;
+  EXPECT_LT(EstimateRemainingSeconds(c), 0);  // unknown before any run ended
+  c.waiting = 10;
+  c.running = 2;
+  c.mean_run_seconds = 6;
+  c.parallelism = 2;
+  EXPECT_DOUBLE_EQ(EstimateRemainingSeconds(c), (10 + 1) * 6 / 2.0);
+}
+
+TEST(RunnerLocatorTest, FlagEnvironmentBuildTreeOrder) {
+  testing::TempDir dir;
+  fs::create_directories(dir.path() + "/build/cli");
+  fs::create_directories(dir.path() + "/build/runner");
+  std::string self = dir.path() + "/build/cli/batchlab";
+  std::string tree_runner = dir.path() + "/build/runner/batchlab-runner";
+  std::ofstream(tree_runner) << "#!/bin/sh\n";
+  fs::permissions(tree_runner, fs::owner_all);
+  unsetenv("BATCHLAB_RUNNER");
+  auto found = LocateRunner("", self);
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_EQ(*found, fs::path(tree_runner).lexically_normal().string());
+
+  std::string env_runner = dir.path() + "/env-runner";
+  std::ofstream(env_runner) << "#!/bin/sh\n";
+  fs::permissions(env_runner, fs::owner_all);
+  setenv("BATCHLAB_RUNNER", env_runner.c_str(), 1);
+  EXPECT_EQ(*LocateRunner("", self), env_runner);
+  EXPECT_EQ(*LocateRunner(tree_runner, self), fs::path(tree_runner).lexically_normal().string());
+  auto missing = LocateRunner(dir.path() + "/nope", self);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("--runner"), std::string::npos);
+  unsetenv("BATCHLAB_RUNNER");
+  // Nothing in the tree and nothing in PATH: NOT_FOUND saying how to fix it.
+  std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", dir.path().c_str(), 1);
+  auto none = LocateRunner("", dir.path() + "/elsewhere/cli/batchlab");
+  setenv("PATH", saved_path.c_str(), 1);
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find("--runner PATH or set BATCHLAB_RUNNER"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace batchlab::orchestrator
