@@ -18,6 +18,9 @@
 //     fmt::print("{} {}\n", st.ColumnText(0), st.ColumnDouble(1));
 //   }
 //
+// A Database and its Statements belong to one thread at a time (connections are opened with
+// SQLITE_OPEN_NOMUTEX); give each thread its own connection.
+//
 // To open a batchlab results database for reading (schema version checked), use
 // results::OpenReadOnly in results/schema.h.
 #ifndef BATCHLAB_RESULTS_DATABASE_H_

@@ -70,7 +70,12 @@ Status CheckParamName(Database& db, const std::string& name) {
 }  // namespace
 
 StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
-  const std::vector<std::string>& columns = o.columns.empty() ? DefaultListColumns() : o.columns;
+  std::vector<std::string> columns = o.columns;
+  if (columns.empty()) {
+    // Without --sweep, rows of several sweeps mix: say which each belongs to.
+    if (!o.sweep) columns = {"sweep", "sweep_version"};
+    columns.insert(columns.end(), DefaultListColumns().begin(), DefaultListColumns().end());
+  }
   for (const auto& c : columns) {
     if (!IsRunSummaryColumn(c)) {
       return InvalidArgumentError(fmt::format("unknown column '{}'", c));

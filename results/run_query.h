@@ -30,7 +30,8 @@ struct RunListOptions {
   std::optional<int> sweep_version;  // a specific version instead of the latest
   std::optional<std::string> state;  // a run state name (checked)
   std::vector<WhereFilter> where;    // all must hold
-  std::vector<std::string> columns;  // run_summary columns; empty = DefaultListColumns()
+  std::vector<std::string> columns;  // run_summary columns; empty = DefaultListColumns(),
+                                     // preceded by sweep, sweep_version when `sweep` is unset
 };
 
 // SELECT <columns> FROM run_summary WHERE ... ORDER BY sweep, ordinal.

@@ -119,6 +119,7 @@ TEST_F(ResultsCliTest, WhereFiltersAreBoundNotPasted) {
   EXPECT_TRUE(rows[0]["batch_size"].is_number_integer());
   EXPECT_EQ(rows[0]["lr_rule"], "linear");
   EXPECT_EQ(rows[0]["state"], "completed");
+  EXPECT_EQ(rows[0]["sweep"], "quickstart");  // no --sweep: each row says its sweep
 }
 
 TEST_F(ResultsCliTest, DottedNamesFilterOnSweptParameters) {
