@@ -4,9 +4,12 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -202,11 +205,9 @@ TEST_F(IngestTest, RealRunnerFileIsStoredCompletely) {
   EXPECT_EQ(Count(fmt::format("SELECT count(*) FROM run_summary WHERE steps = {} AND "
                               "final_test_accuracy = {} AND outcome = '{}' AND host = '{}'",
                               end["steps"].get<int64_t>(), end["final_test_accuracy"].dump(),
-                              end["outcome"].get<std::string>(),
-                              start["host"].get<std::string>())),
+                              end["outcome"].get<std::string>(), start["host"].get<std::string>())),
             1);
-  EXPECT_EQ(Count("SELECT count(DISTINCT seq) FROM run_metrics WHERE name = 'test_accuracy'"),
-            3);
+  EXPECT_EQ(Count("SELECT count(DISTINCT seq) FROM run_metrics WHERE name = 'test_accuracy'"), 3);
 }
 
 TEST_F(IngestTest, UnknownRunIsNotFound) {
@@ -251,6 +252,48 @@ TEST_F(IngestTest, ReaderDuringIngestIsNeverLocked) {
   EXPECT_EQ(failures.load(), 0) << first_failure;
   EXPECT_GT(reads.load(), 0);
   EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss'"), kLines);
+}
+
+// The same from another process (fork; the child opens its own read-only connection): SQLite's
+// cross-process locking path, as when `batchlab results list` runs beside a sweep.
+TEST_F(IngestTest, ReaderProcessDuringIngestIsNeverLocked) {
+  std::string text;
+  const int kLines = 6 * 4096;
+  for (int i = 0; i < kLines; ++i) text += StepLine(i, i + 1, 1.0 / (i + 1));
+  WriteFile(metrics_, text);
+  const std::string done = dir_.File("done"), report = dir_.File("reader-report");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int64_t reads = 0, failures = 0, last = 0;
+    std::string first_failure;
+    auto db = OpenReadOnly(db_path_);
+    if (!db.ok()) {
+      WriteFile(report, db.status().message());
+      _exit(2);
+    }
+    // Until the parent says the ingest is over (and at least a few reads after that).
+    for (int after = 0; after < 3; after += std::filesystem::exists(done) ? 1 : 0) {
+      auto n = (*db)->QueryInt("SELECT count(*) FROM run_metrics WHERE name = 'loss'");
+      if (!n.ok() || *n < last) {
+        if (failures++ == 0) first_failure = n.ok() ? "count went down" : n.status().message();
+        continue;
+      }
+      last = *n;
+      ++reads;
+    }
+    WriteFile(report, fmt::format("{} reads, {} failures, last count {}; {}", reads, failures, last,
+                                  first_failure));
+    _exit(failures == 0 && last == kLines ? 0 : 1);
+  }
+  IngestStats s = Ingest();
+  WriteFile(done, "");
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << testing::ReadFile(report);
+  fmt::print("reader process: {}\n", testing::ReadFile(report));
+  EXPECT_EQ(s.lines_stored, kLines);
 }
 
 }  // namespace
