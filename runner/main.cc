@@ -92,14 +92,19 @@ int Main(int argc, char** argv, int& rank, int& world) {
     if (cc.rendezvous.empty()) cc.rendezvous = DefaultRendezvous(config.metrics_path);
     comm = MakeCommunicator(cc, where);
   }
-  std::unique_ptr<MetricsWriter> metrics;
-  if (rank == 0) metrics = MetricsWriter::Open(config.metrics_path);
-  Trainer trainer(config, data, comm.get(), metrics.get(), rank);
-  const Outcome outcome = trainer.Run();
-  if (!dump_path.empty()) {
-    DumpParameters(trainer.FlatParameters(), dump_path + ".rank" + std::to_string(rank));
+  try {
+    std::unique_ptr<MetricsWriter> metrics;
+    if (rank == 0) metrics = MetricsWriter::Open(config.metrics_path);
+    Trainer trainer(config, data, comm.get(), metrics.get(), rank);
+    const Outcome outcome = trainer.Run();
+    if (!dump_path.empty()) {
+      DumpParameters(trainer.FlatParameters(), dump_path + ".rank" + std::to_string(rank));
+    }
+    return ExitCodeFor(outcome);
+  } catch (...) {
+    if (comm) comm->Abandon();  // the peers must not wait for this rank any longer
+    throw;
   }
-  return ExitCodeFor(outcome);
 }
 
 }  // namespace
