@@ -5,12 +5,14 @@ export DEBIAN_FRONTEND=noninteractive
 packages=(
   build-essential cmake ninja-build pkg-config git sqlite3 zlib1g-dev
   libtorch-dev libgloo-dev
+  libopenblas0-openmp        # LibTorch's BLAS: the reference libblas3 is ~15x slower on the MLP
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libsqlite3-dev
   libboost-dev libboost-filesystem-dev
   libfmt-dev libcli11-dev libgtest-dev
   dataset-fashion-mnist
   slurm-wlm munge
+  python3-torch python3-optuna  # peer baselines for bench/ only; never linked or imported by batchlab
 )
 missing=()
 for p in "${packages[@]}"; do
