@@ -23,11 +23,16 @@ std::vector<std::string> Summary(const Study& s) {
   std::string states;
   for (const auto& [state, n] : s.states)
     states += fmt::format("{}{} {}", states.empty() ? "" : ", ", n, state);
-  out.push_back(
-      fmt::format("{} runs ({}); target {}.", s.runs, states, s.target.target.ToString()));
-  int reached = 0;
-  for (const TargetHit& h : s.target.hits) reached += h.status == HitStatus::kReached;
-  out.push_back(fmt::format("{} of {} runs reached the target.", reached, s.runs));
+  if (!s.target_status.ok()) {
+    out.push_back(
+        fmt::format("{} runs ({}); no target: {}", s.runs, states, s.target_status.message()));
+  } else {
+    out.push_back(
+        fmt::format("{} runs ({}); target {}.", s.runs, states, s.target.target.ToString()));
+    int reached = 0;
+    for (const TargetHit& h : s.target.hits) reached += h.status == HitStatus::kReached;
+    out.push_back(fmt::format("{} of {} runs reached the target.", reached, s.runs));
+  }
   if (s.crit.status.ok()) {
     const CritFit& f = s.crit.fit;
     out.push_back(fmt::format(
@@ -162,20 +167,40 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
   s.runs = static_cast<int>(sweep.runs.size());
   for (const RunData& r : sweep.runs) ++s.states[r.state.empty() ? "unknown" : r.state];
   s.options = options;
-  BATCHLAB_ASSIGN_OR_RETURN(s.target, AnalyzeTarget(sweep, options));
+  if (!options.target.empty()) BATCHLAB_RETURN_IF_ERROR(ParseTarget(options.target).status());
+  StatusOr<TargetSection> target = AnalyzeTarget(sweep, options);
   s.gns = AnalyzeGns(sweep, options);
-  s.crit = AnalyzeCrit(s.target, s.gns, options);
   s.scaling = AnalyzeScaling(sweep, options);
-  s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
-  s.pareto = AnalyzePareto(s.target);  // last: points into s.target, which no longer moves here
+  if (target.ok()) {
+    s.target = std::move(*target);
+    s.crit = AnalyzeCrit(s.target, s.gns, options);
+    s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
+    s.pareto = AnalyzePareto(s.target);  // points into s.target, which no longer moves here
+  } else {
+    s.target_status = target.status();
+    s.crit.status = target.status();
+    s.crit.b_simple = s.gns.median;
+    s.projection.status = target.status();
+    StatusOr<ClusterProfile> profile = FindClusterProfile(options.profile);
+    if (profile.ok()) s.projection.profile = *profile;
+  }
   return s;
 }
 
 std::vector<Table> StudyTables(const Study& s) {
+  std::vector<Table> target = TargetTables(s.target);
+  std::vector<Table> pareto = ParetoTables(s.pareto);
+  if (!s.target_status.ok()) {
+    for (std::vector<Table>* group : {&target, &pareto}) {
+      for (Table& t : *group) {
+        t.notes = {"Not computed: " + s.target_status.message()};
+        t.title += " (no target)";
+      }
+    }
+  }
   std::vector<Table> out;
-  for (auto&& group :
-       {TargetTables(s.target), CritTables(s.crit), GnsTables(s.gns, s.options),
-        ParetoTables(s.pareto), ScalingTables(s.scaling), ProjectionTables(s.projection)}) {
+  for (auto&& group : {target, CritTables(s.crit), GnsTables(s.gns, s.options), pareto,
+                       ScalingTables(s.scaling), ProjectionTables(s.projection)}) {
     out.insert(out.end(), group.begin(), group.end());
   }
   return out;

@@ -26,6 +26,7 @@ struct Study {
   std::map<std::string, int> states;  // run state -> count
   StudyOptions options;
   GnsSection gns;
+  Status target_status;  // not OK when no target was given or configured: target sections empty
   TargetSection target;
   CritSection crit;
   ParetoSection pareto;
@@ -39,7 +40,9 @@ struct Study {
   Study& operator=(const Study&) = delete;
 };
 
-// InvalidArgument when no target is given or configured (see ResolveTarget).
+// InvalidArgument for a malformed --target. A sweep without any target still gets a study: the
+// target-dependent sections (steps to target, B_crit, Pareto, projection) then say why they are
+// empty (target_status).
 StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options);
 
 // Every table of the study, in report order.

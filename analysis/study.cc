@@ -2,9 +2,11 @@
 #include "analysis/study.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include <fmt/core.h>
 
@@ -17,6 +19,13 @@ StatusOr<Target> ResolveTarget(const SweepData& sweep, const StudyOptions& optio
       "sweep '{}' sets no target in its runs' configs; pass --target METRIC OP VALUE, e.g. "
       "--target 'test_accuracy>=0.85'",
       sweep.name));
+}
+
+std::pair<int64_t, int64_t> GnsWindow(const StudyOptions& o) {
+  if (o.at_step <= 0) return {o.from_step, o.to_step};
+  // The tolerance keeps e.g. β = 0.9 at 10 steps despite 1/(1 − 0.9) = 10.000000000000002.
+  const auto memory = static_cast<int64_t>(std::ceil(1.0 / (1.0 - o.beta) - 1e-9));
+  return {std::max<int64_t>(0, o.at_step - memory + 1), o.at_step};
 }
 
 namespace {
@@ -32,8 +41,7 @@ std::optional<GnsRun> GnsOfRun(const RunData& run, const StudyOptions& options) 
   r.batch_size = run.batch_size;
   r.world_size = run.world_size;
   GnsOptions g;
-  g.from_step = options.from_step;
-  g.to_step = options.to_step;
+  std::tie(g.from_step, g.to_step) = GnsWindow(options);
   g.resamples = options.resamples;
   g.confidence = options.confidence;
   g.seed = options.seed;
@@ -43,6 +51,10 @@ std::optional<GnsRun> GnsOfRun(const RunData& run, const StudyOptions& options) 
     return r;
   }
   r.series = std::move(*series);
+  for (const GnsPoint& p : r.series) {
+    if (p.step > g.to_step) break;
+    r.smoothed_end = p;
+  }
   StatusOr<GnsEstimate> est = EstimateGns(samples, g);
   if (est.ok()) {
     r.estimate = *est;

@@ -35,6 +35,9 @@ struct StudyOptions {
   double beta = 0.99;
   int64_t from_step = 0;
   int64_t to_step = std::numeric_limits<int64_t>::max();
+  // A chosen point: when > 0, the window becomes the EMA's memory ending there,
+  // [at_step − ceil(1/(1 − β)) + 1, at_step] (overrides from_step / to_step).
+  int64_t at_step = 0;
   // Bootstrap (GNS and B_crit).
   int resamples = 1000;
   double confidence = 0.95;
@@ -59,7 +62,11 @@ struct GnsRun {
   Status status;         // why there is no estimate (no gns_* metrics, noise dominates, ...)
   GnsEstimate estimate;  // valid when status.ok()
   std::vector<GnsPoint> series;
+  std::optional<GnsPoint> smoothed_end;  // the series at the last step of the window
 };
+
+// The step window of the estimate after applying at_step.
+std::pair<int64_t, int64_t> GnsWindow(const StudyOptions& options);
 
 struct GnsConfigSpread {
   std::string config_key;

@@ -2,6 +2,7 @@
 #include "analysis/study_json.h"
 
 #include <cmath>
+#include <limits>
 
 namespace batchlab::analysis {
 
@@ -72,7 +73,10 @@ json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_se
     } else {
       j["error"] = r.status.message();
     }
-    if (!r.series.empty()) j["smoothed_last"] = Num(r.series.back().b_simple);
+    if (r.smoothed_end) {
+      j["smoothed_end"] = {{"step", r.smoothed_end->step},
+                           {"b_simple", Num(r.smoothed_end->b_simple)}};
+    }
     if (include_series) {
       json s = json::array();
       for (const GnsPoint& p : r.series) {
@@ -95,8 +99,10 @@ json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_se
                      {"min", Num(c.spread.min)},
                      {"max", Num(c.spread.max)}});
   }
+  const auto [from, to] = GnsWindow(options);
   json out = {{"beta", options.beta},
-              {"from_step", options.from_step},
+              {"from_step", from},
+              {"to_step", to == std::numeric_limits<int64_t>::max() ? json(nullptr) : json(to)},
               {"resamples", options.resamples},
               {"runs", runs},
               {"seeds", seeds}};

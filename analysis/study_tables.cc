@@ -12,8 +12,9 @@ std::string I(int64_t v) { return std::to_string(v); }
 std::string Pct(double v) { return FormatNumber(100 * v, 3) + "%"; }
 
 std::string Window(const StudyOptions& o) {
-  const bool open_end = o.to_step == std::numeric_limits<int64_t>::max();
-  return fmt::format("steps [{}, {}]", o.from_step, open_end ? "end" : std::to_string(o.to_step));
+  const auto [from, to] = GnsWindow(o);
+  const bool open_end = to == std::numeric_limits<int64_t>::max();
+  return fmt::format("steps [{}, {}]", from, open_end ? "end" : std::to_string(to));
 }
 
 }  // namespace
@@ -22,11 +23,11 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
   Table t{"gns",
           "Gradient noise scale B_simple per run",
           {"run_id", "run", "B_simple", "ci_low", "ci_high", "|G|^2", "tr(Sigma)", "samples",
-           "smoothed_last", "status"},
+           "smoothed_end", "status"},
           {},
           {}};
   for (const GnsRun& r : gns.runs) {
-    const std::string last = r.series.empty() ? "" : N(r.series.back().b_simple);
+    const std::string last = r.smoothed_end ? N(r.smoothed_end->b_simple) : "";
     if (r.status.ok()) {
       const GnsEstimate& e = r.estimate;
       t.rows.push_back({r.run_id, r.label, N(e.b_simple.value), N(e.b_simple.low),
@@ -38,7 +39,8 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
   t.notes.push_back(fmt::format(
       "B_simple = tr(Sigma)/|G|^2 from the unbiased two-batch estimates (McCandlish et al. 2018, "
       "App. A): ratio of their means over {}, {:.0f}% moving-block bootstrap interval over steps "
-      "({} resamples); smoothed_last = ratio of the debiased EMAs (beta={}) at the last step.",
+      "({} resamples); smoothed_end = ratio of the debiased EMAs (beta={}) at the window's last "
+      "step.",
       Window(options), 100 * options.confidence, options.resamples, options.beta));
   if (gns.median) {
     t.notes.push_back(fmt::format("Sweep B_simple: median {} over the runs (range {} to {}).",

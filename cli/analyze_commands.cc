@@ -26,6 +26,9 @@ void AddStudyFlags(CLI::App& cmd, analysis::StudyOptions& o) {
   cmd.add_option("--from-step", o.from_step, "First step of the GNS estimate window")
       ->capture_default_str();
   cmd.add_option("--to-step", o.to_step, "Last step of the GNS estimate window (default: end)");
+  cmd.add_option("--at-step", o.at_step,
+                 "GNS at a chosen step: the window of the EMA's memory ending there")
+      ->check(CLI::PositiveNumber);
   cmd.add_option("--resamples", o.resamples, "Bootstrap resamples")
       ->capture_default_str()
       ->check(CLI::Range(10, 1000000));

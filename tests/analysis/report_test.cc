@@ -64,13 +64,30 @@ TEST(ReportTest, WritesHtmlMarkdownAndCsvWithoutTouchingTheDatabase) {
   EXPECT_EQ(std::filesystem::last_write_time(db), before);
 }
 
-TEST(ReportTest, NoTargetAnywhereIsABadInputNamingTheFlag) {
+TEST(ReportTest, NoTargetAnywhereStillReportsTheRestAndSaysWhy) {
   SweepData sweep;
   sweep.name = "s";
+  RunData r;
+  r.id = "r1";
+  r.batch_size = 64;
+  r.state = "completed";
+  r.metrics["step_seconds"] = {{1, 2, 3, 4, 5, 6, 7}, {1, 1, 1, 1, 1, 1, 1}};
+  sweep.runs.push_back(r);
   StatusOr<Study> study = RunStudy(sweep, StudyOptions{});
-  ASSERT_FALSE(study.ok());
-  EXPECT_EQ(study.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(study.status().message().find("--target"), std::string::npos);
+  ASSERT_TRUE(study.ok()) << study.status().message();
+  EXPECT_FALSE(study->target_status.ok());
+  EXPECT_EQ(study->scaling.timings.size(), 1u);
+  const std::string md = RenderMarkdown(*study);
+  EXPECT_NE(md.find("no target"), std::string::npos);
+  EXPECT_NE(md.find("--target"), std::string::npos);
+  EXPECT_NE(md.find("Not computed"), std::string::npos);
+
+  // A malformed --target is the user's error.
+  StudyOptions bad;
+  bad.target = "accuracy";
+  StatusOr<Study> refused = RunStudy(sweep, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(TableTest, EscapesHtmlAndCsv) {
