@@ -1,7 +1,7 @@
 // `batchlab sweep run|plan|status`: thin glue over the orchestrator library.
 //
-//   batchlab sweep plan sweeps/quickstart.json            # expanded runs and resources, runs nothing
-//   batchlab sweep run sweeps/quickstart.json --slots 2   # runs (or resumes) the sweep
+//   batchlab sweep plan sweeps/quickstart.json            # expanded runs and resources, runs
+//   nothing batchlab sweep run sweeps/quickstart.json --slots 2   # runs (or resumes) the sweep
 //   batchlab sweep status quickstart                      # read-only, from another shell
 //
 // A bad spec exits 2 before the database is opened; failed runs exit 1 (re-running resumes).
@@ -146,18 +146,25 @@ Status PlanSweep(const PlanFlags& f) {
   const double lower = orch::MakespanLowerBound(jobs, f.slots);
   const double lpt = orch::SimulateMakespan(jobs, f.slots);
   if (f.json) {
-    nlohmann::json out = {{"sweep", spec.name}, {"spec_hash", spec.spec_hash},
-                          {"points", plan.points}, {"duplicates", plan.duplicates},
-                          {"slots", f.slots}, {"lower_bound_seconds", lower},
+    nlohmann::json out = {{"sweep", spec.name},
+                          {"spec_hash", spec.spec_hash},
+                          {"points", plan.points},
+                          {"duplicates", plan.duplicates},
+                          {"slots", f.slots},
+                          {"lower_bound_seconds", lower},
                           {"planned_makespan_seconds", lpt}};
     out["dropped"] = nlohmann::json::object();
     for (const auto& [label, n] : plan.dropped) out["dropped"][label] = n;
     out["runs"] = nlohmann::json::array();
     for (const auto& r : plan.runs) {
-      out["runs"].push_back({{"ordinal", r.ordinal}, {"id", r.id}, {"params", r.params},
-                             {"world_size", r.world_size}, {"slots", r.slots},
+      out["runs"].push_back({{"ordinal", r.ordinal},
+                             {"id", r.id},
+                             {"params", r.params},
+                             {"world_size", r.world_size},
+                             {"slots", r.slots},
                              {"expected_seconds", r.expected_seconds},
-                             {"scaled_lr", r.scaled_lr}, {"config", r.config}});
+                             {"scaled_lr", r.scaled_lr},
+                             {"config", r.config}});
     }
     fmt::print("{}\n", out.dump(2));
     return OkStatus();
@@ -174,26 +181,26 @@ Status PlanSweep(const PlanFlags& f) {
   fmt::print("{} points", plan.points);
   for (const auto& [label, n] : plan.dropped) fmt::print(", {} dropped by {}", n, label);
   if (plan.duplicates > 0) fmt::print(", {} duplicates merged", plan.duplicates);
-  fmt::print("\nestimated slot-seconds {:.0f}; on {} slot(s): lower bound {:.0f} s, longest-first "
-             "plan {:.0f} s (estimates from the budget; see docs/spec.md)\n",
-             slot_seconds, f.slots, lower, lpt);
+  fmt::print(
+      "\nestimated slot-seconds {:.0f}; on {} slot(s): lower bound {:.0f} s, longest-first "
+      "plan {:.0f} s (estimates from the budget; see docs/spec.md)\n",
+      slot_seconds, f.slots, lower, lpt);
   return OkStatus();
 }
 
 Status SweepStatus(const std::string& name, const CliContext& ctx) {
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
-  BATCHLAB_ASSIGN_OR_RETURN(
-      auto sweep, db->Prepare("SELECT id, version, spec_hash FROM sweeps WHERE name = ? "
-                              "ORDER BY version DESC LIMIT 1"));
+  BATCHLAB_ASSIGN_OR_RETURN(auto sweep,
+                            db->Prepare("SELECT id, version, spec_hash FROM sweeps WHERE name = ? "
+                                        "ORDER BY version DESC LIMIT 1"));
   sweep.BindText(1, name);
   BATCHLAB_ASSIGN_OR_RETURN(bool found, sweep.Step());
   if (!found) return NotFoundError(fmt::format("no sweep named \"{}\" in {}", name, ctx.db_path));
   const int64_t sweep_id = sweep.ColumnInt(0);
-  fmt::print("sweep {} version {} (spec hash {})\n", name, sweep.ColumnInt(1),
-             sweep.ColumnText(2));
-  BATCHLAB_ASSIGN_OR_RETURN(
-      auto counts, db->Prepare("SELECT state, count(*) FROM runs WHERE sweep_id = ? "
-                               "GROUP BY state ORDER BY state"));
+  fmt::print("sweep {} version {} (spec hash {})\n", name, sweep.ColumnInt(1), sweep.ColumnText(2));
+  BATCHLAB_ASSIGN_OR_RETURN(auto counts,
+                            db->Prepare("SELECT state, count(*) FROM runs WHERE sweep_id = ? "
+                                        "GROUP BY state ORDER BY state"));
   counts.BindInt(1, sweep_id);
   int64_t total = 0;
   std::string line;
@@ -201,8 +208,8 @@ Status SweepStatus(const std::string& name, const CliContext& ctx) {
     BATCHLAB_ASSIGN_OR_RETURN(bool row, counts.Step());
     if (!row) break;
     total += counts.ColumnInt(1);
-    line += fmt::format("{}{} {}", line.empty() ? "" : ", ", counts.ColumnInt(1),
-                        counts.ColumnText(0));
+    line +=
+        fmt::format("{}{} {}", line.empty() ? "" : ", ", counts.ColumnInt(1), counts.ColumnText(0));
   }
   fmt::print("{} runs: {}\n", total, line.empty() ? "none" : line);
   BATCHLAB_ASSIGN_OR_RETURN(
@@ -229,8 +236,7 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   auto run_flags = std::make_shared<RunFlags>();
   auto* run = sweep->add_subcommand("run", "Run (or resume) a sweep spec");
   AddVersionFlag(*run);
-  run->add_option("SPEC", run_flags->spec_path, "Sweep spec (JSON, see docs/spec.md)")
-      ->required();
+  run->add_option("SPEC", run_flags->spec_path, "Sweep spec (JSON, see docs/spec.md)")->required();
   run->add_option("--slots", run_flags->slots, "Cores to fill (default: this machine's)")
       ->capture_default_str();
   run->add_option("--runs-dir", run_flags->runs_dir, "Where attempt directories go")

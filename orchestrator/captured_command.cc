@@ -2,9 +2,9 @@
 
 #include <future>
 
+#include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/process.hpp>
-#include <fmt/format.h>
 
 namespace batchlab::orchestrator {
 
@@ -24,7 +24,7 @@ StatusOr<CommandResult> RunCapturedCommand(const std::vector<std::string>& argv,
   try {
     boost::asio::io_context ios;
     std::future<std::string> out, err;
-    bp::child child(exe, bp::args(args), e, bp::std_in < bp::null, bp::std_out > out,
+    bp::child child(exe, bp::args(args), e, bp::std_in<bp::null, bp::std_out> out,
                     bp::std_err > err, ios);
     ios.run();
     child.wait();

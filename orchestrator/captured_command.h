@@ -1,8 +1,8 @@
 // Runs a short helper command (sbatch, scontrol, scancel, batchlab-runner --validate) from an
 // argument vector (never a shell string) and captures its exit code, stdout and stderr.
 //
-//   BATCHLAB_ASSIGN_OR_RETURN(CommandResult r, RunCapturedCommand({"scontrol", "show", "job", id}));
-//   if (r.exit_code == 0) Parse(r.out);
+//   BATCHLAB_ASSIGN_OR_RETURN(CommandResult r, RunCapturedCommand({"scontrol", "show", "job",
+//   id})); if (r.exit_code == 0) Parse(r.out);
 #ifndef BATCHLAB_ORCHESTRATOR_CAPTURED_COMMAND_H_
 #define BATCHLAB_ORCHESTRATOR_CAPTURED_COMMAND_H_
 

@@ -76,49 +76,48 @@ Field Obj(std::string name, std::vector<Field> children, Kind kind = Kind::kObje
 // The one table. Keep in step with docs/protocol.md, docs/spec.md and sweeps/spec.schema.json.
 const Field& Root() {
   static const Field root = Obj(
-        "",
-        {
-            Int("nodes", 1, 1),
-            Int("ranks_per_node", 1, 1),
-            Int("batch_size", 1),
-            Int("accumulation", 1, 1),
-            Obj("data",
-                {Enum("name", {"fashion-mnist", "synthetic-linear", "idx", "csv"}, "fashion-mnist"),
-                 Str("path"), Str("test_path"), Int("label_column", -1),
-                 Enum("task", {"classification", "regression"}), Int("samples", 1),
-                 Int("test_samples", 0), Int("features", 1), Num("noise", 0, false),
-                 Int("seed", 0)}),
-            Obj("model", {Enum("name", {"logreg", "mlp", "cnn"}, "mlp"),
-                          IntArray("hidden", 1, json::array({128})), IntArray("channels", 1),
-                          Bool("bias")}),
-            Obj("optimizer",
-                {Enum("name", {"sgd", "momentum", "nesterov", "adam", "adamw", "lars", "lamb"},
-                      "momentum"),
-                 Fraction("momentum", 0.9), Num("weight_decay", 0, false, 0.0), Fraction("beta1"),
-                 Fraction("beta2"), Num("eps", 0, true), Num("trust_coefficient", 0, true),
-                 Bool("exclude_bias_and_norm")}),
-            Obj("lr", {Num("base", 0, true, 0.1), Int("base_batch_size", 1, 256),
-                       Enum("rule", {"none", "linear", "sqrt"}, "none"),
-                       Int("warmup_steps", 0, 0), Num("warmup_epochs", 0, false),
-                       Enum("schedule", {"constant", "step", "cosine", "poly"}, "constant"),
-                       IntArray("milestones", 0), Num("gamma", 0, true), Num("power", 0, true),
-                       Num("final_lr_fraction", 0, false)}),
-            Obj("budget", {Num("epochs", 0, true), Int("steps", 1), Int("samples", 1),
-                           Num("seconds", 0, true)}),
-            Obj("eval", {Int("every_steps", 0, 0), Int("subset", 0, 0)}),
-            Obj("target",
-                {Enum("metric", {"test_accuracy", "test_loss", "loss"}),
-                 Enum("op", {">=", "<=", ">", "<"}), Num("value", -1e300, false)},
-                Kind::kObjectOrNull),
-            Obj("comm", {Enum("backend", {"mpi", "gloo", "nccl"}, "mpi"),
-                         Num("bucket_mb", 0, true, 25), Str("rendezvous"),
-                         Int("timeout_seconds", 1, 300)}),
-            Obj("gns", {Int("every_steps", 0, 1)}),
-            Num("divergence_factor", 1, true),
-            Int("threads", 1, 1),
-            Enum("precision", {"fp32", "bf16", "fp16"}, "fp32"),
-            Enum("mode", {"train", "noop"}, "train"),
-        });
+      "",
+      {
+          Int("nodes", 1, 1),
+          Int("ranks_per_node", 1, 1),
+          Int("batch_size", 1),
+          Int("accumulation", 1, 1),
+          Obj("data",
+              {Enum("name", {"fashion-mnist", "synthetic-linear", "idx", "csv"}, "fashion-mnist"),
+               Str("path"), Str("test_path"), Int("label_column", -1),
+               Enum("task", {"classification", "regression"}), Int("samples", 1),
+               Int("test_samples", 0), Int("features", 1), Num("noise", 0, false), Int("seed", 0)}),
+          Obj("model",
+              {Enum("name", {"logreg", "mlp", "cnn"}, "mlp"),
+               IntArray("hidden", 1, json::array({128})), IntArray("channels", 1), Bool("bias")}),
+          Obj("optimizer",
+              {Enum("name", {"sgd", "momentum", "nesterov", "adam", "adamw", "lars", "lamb"},
+                    "momentum"),
+               Fraction("momentum", 0.9), Num("weight_decay", 0, false, 0.0), Fraction("beta1"),
+               Fraction("beta2"), Num("eps", 0, true), Num("trust_coefficient", 0, true),
+               Bool("exclude_bias_and_norm")}),
+          Obj("lr", {Num("base", 0, true, 0.1), Int("base_batch_size", 1, 256),
+                     Enum("rule", {"none", "linear", "sqrt"}, "none"), Int("warmup_steps", 0, 0),
+                     Num("warmup_epochs", 0, false),
+                     Enum("schedule", {"constant", "step", "cosine", "poly"}, "constant"),
+                     IntArray("milestones", 0), Num("gamma", 0, true), Num("power", 0, true),
+                     Num("final_lr_fraction", 0, false)}),
+          Obj("budget", {Num("epochs", 0, true), Int("steps", 1), Int("samples", 1),
+                         Num("seconds", 0, true)}),
+          Obj("eval", {Int("every_steps", 0, 0), Int("subset", 0, 0)}),
+          Obj("target",
+              {Enum("metric", {"test_accuracy", "test_loss", "loss"}),
+               Enum("op", {">=", "<=", ">", "<"}), Num("value", -1e300, false)},
+              Kind::kObjectOrNull),
+          Obj("comm",
+              {Enum("backend", {"mpi", "gloo", "nccl"}, "mpi"), Num("bucket_mb", 0, true, 25),
+               Str("rendezvous"), Int("timeout_seconds", 1, 300)}),
+          Obj("gns", {Int("every_steps", 0, 1)}),
+          Num("divergence_factor", 1, true),
+          Int("threads", 1, 1),
+          Enum("precision", {"fp32", "bf16", "fp16"}, "fp32"),
+          Enum("mode", {"train", "noop"}, "train"),
+      });
   return root;
 }
 
@@ -142,8 +141,10 @@ std::string Quoted(const std::vector<std::string>& values) {
 }
 
 std::string RangeText(const Field& f) {
-  std::string lo = std::isinf(f.min) ? "" : fmt::format("{} {}", f.min_exclusive ? ">" : ">=", f.min);
-  std::string hi = std::isinf(f.max) ? "" : fmt::format("{} {}", f.max_exclusive ? "<" : "<=", f.max);
+  std::string lo =
+      std::isinf(f.min) ? "" : fmt::format("{} {}", f.min_exclusive ? ">" : ">=", f.min);
+  std::string hi =
+      std::isinf(f.max) ? "" : fmt::format("{} {}", f.max_exclusive ? "<" : "<=", f.max);
   if (!lo.empty() && !hi.empty()) return lo + " and " + hi;
   return lo + hi;
 }
@@ -206,15 +207,16 @@ Status Check(const Field& f, const json& v, const std::string& where) {
       [[fallthrough]];
     case Kind::kObject: {
       if (!v.is_object()) {
-        return Invalid(where, v,
-                       f.kind == Kind::kObjectOrNull ? "is not an object or null" : "is not an object");
+        return Invalid(
+            where, v,
+            f.kind == Kind::kObjectOrNull ? "is not an object or null" : "is not an object");
       }
       for (auto it = v.begin(); it != v.end(); ++it) {
         std::string sub = where.empty() ? it.key() : where + "." + it.key();
         const Field* child = FindChild(f, it.key());
         if (child == nullptr) {
-          return InvalidArgumentError(fmt::format("{}: unknown field; allowed here: {}", sub,
-                                                  AllowedNames(f)));
+          return InvalidArgumentError(
+              fmt::format("{}: unknown field; allowed here: {}", sub, AllowedNames(f)));
         }
         BATCHLAB_RETURN_IF_ERROR(Check(*child, it.value(), sub));
       }
@@ -266,21 +268,20 @@ Status ValidateConfigValue(const std::string& dotted_path, const json& value,
   size_t start = 0;
   while (true) {
     size_t dot = dotted_path.find('.', start);
-    std::string part = dotted_path.substr(start, dot == std::string::npos ? std::string::npos
-                                                                          : dot - start);
+    std::string part =
+        dotted_path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     const Field* child = FindChild(*f, part);
     if (child == nullptr) {
-      return InvalidArgumentError(fmt::format(
-          "{}: \"{}\" is not a config field; allowed {}: {}", where, dotted_path,
-          walked.empty() ? "at the top level" : "under " + walked, AllowedNames(*f)));
+      return InvalidArgumentError(
+          fmt::format("{}: \"{}\" is not a config field; allowed {}: {}", where, dotted_path,
+                      walked.empty() ? "at the top level" : "under " + walked, AllowedNames(*f)));
     }
     walked = walked.empty() ? part : walked + "." + part;
     f = child;
     if (dot == std::string::npos) break;
     if (f->kind != Kind::kObject && f->kind != Kind::kObjectOrNull) {
-      return InvalidArgumentError(
-          fmt::format("{}: \"{}\" is not an object, so \"{}\" has no fields", where, walked,
-                      dotted_path));
+      return InvalidArgumentError(fmt::format(
+          "{}: \"{}\" is not an object, so \"{}\" has no fields", where, walked, dotted_path));
     }
     start = dot + 1;
   }
@@ -292,8 +293,8 @@ Status ValidateConfigObject(const json& base, const std::string& where) {
   for (auto it = base.begin(); it != base.end(); ++it) {
     std::string sub = where.empty() ? it.key() : where + "." + it.key();
     if (IsDerivedField(it.key())) {
-      return InvalidArgumentError(fmt::format(
-          "{}: derived by the orchestrator and cannot be set (see docs/spec.md)", sub));
+      return InvalidArgumentError(
+          fmt::format("{}: derived by the orchestrator and cannot be set (see docs/spec.md)", sub));
     }
     const Field* child = FindChild(Root(), it.key());
     if (child == nullptr) {
@@ -321,8 +322,8 @@ StatusOr<long long> DatasetSize(const json& data) {
   if (data.contains("samples")) return data["samples"].get<long long>();
   std::string name = data.value("name", "fashion-mnist");
   if (name == "fashion-mnist") return 60000LL;
-  return InvalidArgumentError(fmt::format(
-      "the training set size of data.name \"{}\" is unknown; set data.samples", name));
+  return InvalidArgumentError(
+      fmt::format("the training set size of data.name \"{}\" is unknown; set data.samples", name));
 }
 
 }  // namespace batchlab::orchestrator

@@ -62,14 +62,15 @@ StatusOr<double> ConstraintBound(const Constraint& c, const json& config) {
   if (c.value_of == "dataset_size" || c.value_of == "sqrt(dataset_size)") {
     auto n = DatasetSize(config["data"]);
     if (!n.ok()) return n.status().WithContext(c.label + ".value_of");
-    base = c.value_of == "dataset_size" ? static_cast<double>(*n) : std::sqrt(static_cast<double>(*n));
+    base =
+        c.value_of == "dataset_size" ? static_cast<double>(*n) : std::sqrt(static_cast<double>(*n));
   } else {
     const json* v = FindPath(config, c.value_of);
     if (v == nullptr || !v->is_number()) {
-      return InvalidArgumentError(fmt::format(
-          "{}.value_of: \"{}\" is not a numeric config field (or dataset_size, "
-          "sqrt(dataset_size))",
-          c.label, c.value_of));
+      return InvalidArgumentError(
+          fmt::format("{}.value_of: \"{}\" is not a numeric config field (or dataset_size, "
+                      "sqrt(dataset_size))",
+                      c.label, c.value_of));
     }
     base = v->get<double>();
   }
@@ -90,22 +91,23 @@ bool Compare(const T& a, const std::string& op, const T& b) {
 StatusOr<bool> Satisfies(const Constraint& c, const json& config) {
   const json* field = FindPath(config, c.field);
   if (field == nullptr) {
-    return InvalidArgumentError(fmt::format("{}.field: \"{}\" is not a field of the resolved "
-                                            "config (see docs/spec.md)",
-                                            c.label, c.field));
+    return InvalidArgumentError(
+        fmt::format("{}.field: \"{}\" is not a field of the resolved "
+                    "config (see docs/spec.md)",
+                    c.label, c.field));
   }
   if (c.value_of.empty() && c.value.is_string()) {
     if (!field->is_string()) {
-      return InvalidArgumentError(fmt::format("{}.value: compares a string with the non-string "
-                                              "field \"{}\"",
-                                              c.label, c.field));
+      return InvalidArgumentError(
+          fmt::format("{}.value: compares a string with the non-string "
+                      "field \"{}\"",
+                      c.label, c.field));
     }
     return Compare(field->get<std::string>(), c.op, c.value.get<std::string>());
   }
   if (!field->is_number()) {
-    return InvalidArgumentError(
-        fmt::format("{}: field \"{}\" is not numeric; compare it with a string value", c.label,
-                    c.field));
+    return InvalidArgumentError(fmt::format(
+        "{}: field \"{}\" is not numeric; compare it with a string value", c.label, c.field));
   }
   double bound = 0;
   if (c.value_of.empty()) {
@@ -242,8 +244,8 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
         const json& v = col.values[index[a]];
         SetPath(config, col.path, v);
         params[col.path] = v.dump();
-        p.where[col.path] = fmt::format("{}{}[{}]", spec.axes[a].columns.size() > 1 ? "zip." : "axes.",
-                                        col.path, index[a]);
+        p.where[col.path] = fmt::format(
+            "{}{}[{}]", spec.axes[a].columns.size() > 1 ? "zip." : "axes.", col.path, index[a]);
       }
     }
     if (!draws.empty()) {
@@ -264,9 +266,9 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
     if (!config["target"].is_null()) {
       for (const char* k : {"metric", "op", "value"}) {
         if (!config["target"].contains(k)) {
-          return InvalidArgumentError(fmt::format(
-              "{}: target needs \"metric\", \"op\" and \"value\" (missing \"{}\")",
-              SourceOf(p, std::string("target.") + k), k));
+          return InvalidArgumentError(
+              fmt::format("{}: target needs \"metric\", \"op\" and \"value\" (missing \"{}\")",
+                          SourceOf(p, std::string("target.") + k), k));
         }
       }
     }

@@ -33,16 +33,16 @@ struct PlannedRun {
   nlohmann::json config;
   std::map<std::string, std::string> params;  // swept path -> JSON text; always has "seed"
   int world_size = 1;
-  int slots = 1;                  // world_size x slots_per_rank: cores the run occupies
-  double expected_seconds = 1;    // for longest-first packing and the first ETA
-  double scaled_lr = 0;           // lr.base scaled by lr.rule at batch_size (display only)
+  int slots = 1;                // world_size x slots_per_rank: cores the run occupies
+  double expected_seconds = 1;  // for longest-first packing and the first ETA
+  double scaled_lr = 0;         // lr.base scaled by lr.rule at batch_size (display only)
 };
 
 struct Plan {
   std::vector<PlannedRun> runs;
-  long long points = 0;                              // before constraints and de-duplication
+  long long points = 0;                                    // before constraints and de-duplication
   std::vector<std::pair<std::string, long long>> dropped;  // constraint label -> points dropped
-  long long duplicates = 0;                          // points identical to an earlier one
+  long long duplicates = 0;                                // points identical to an earlier one
 };
 
 struct ExpandOptions {

@@ -28,7 +28,7 @@ struct LaunchRequest {
   int nodes = 1;
   int ranks_per_node = 1;
   int world_size = 1;
-  int slots = 1;              // cores the run occupies (world_size x slots per rank)
+  int slots = 1;  // cores the run occupies (world_size x slots per rank)
   int cpus_per_rank = 1;
   double timeout_seconds = 0;  // 0: none (Slurm: the spec's time limit applies)
 };
@@ -45,9 +45,9 @@ struct JobStatus {
 class Job {
  public:
   virtual ~Job() = default;
-  virtual JobStatus Poll() = 0;    // non-blocking
-  virtual void Terminate() = 0;    // ask to stop (SIGTERM to the process group / scancel)
-  virtual void Kill() = 0;         // stop now (SIGKILL / scancel --signal=KILL)
+  virtual JobStatus Poll() = 0;  // non-blocking
+  virtual void Terminate() = 0;  // ask to stop (SIGTERM to the process group / scancel)
+  virtual void Kill() = 0;       // stop now (SIGKILL / scancel --signal=KILL)
 };
 
 class Launcher {

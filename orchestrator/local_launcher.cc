@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 extern char** environ;
@@ -132,8 +132,9 @@ class LocalLauncher final : public Launcher {
     if (settings_.mpirun.find('/') == std::string::npos) {
       mpirun = bp::search_path(settings_.mpirun);
       if (mpirun.empty()) {
-        return FailedPreconditionError(fmt::format(
-            "`{}` is not in PATH; install openmpi-bin (scripts/install-deps.sh)", settings_.mpirun));
+        return FailedPreconditionError(
+            fmt::format("`{}` is not in PATH; install openmpi-bin (scripts/install-deps.sh)",
+                        settings_.mpirun));
       }
     }
     int cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -143,13 +144,11 @@ class LocalLauncher final : public Launcher {
     for (const auto& [k, v] : overrides_) env[k] = v;
     const std::string dir = request.attempt_dir;
     try {
-      bp::child child(mpirun, bp::args(args), env, bp::std_in < bp::null,
-                      bp::std_out > (dir + "/stdout.log"), bp::std_err > (dir + "/stderr.log"),
-                      bp::start_dir(dir), ChildSetup{});
-      nlohmann::json launch = {{"backend", "local"},
-                               {"pid", child.id()},
-                               {"host", host_},
-                               {"argv", args}};
+      bp::child child(mpirun, bp::args(args), env,
+                      bp::std_in<bp::null, bp::std_out>(dir + "/stdout.log"),
+                      bp::std_err > (dir + "/stderr.log"), bp::start_dir(dir), ChildSetup{});
+      nlohmann::json launch = {
+          {"backend", "local"}, {"pid", child.id()}, {"host", host_}, {"argv", args}};
       std::ofstream(dir + "/launch.json") << launch.dump(2) << "\n";
       return std::unique_ptr<Job>(std::make_unique<LocalJob>(std::move(child), host_));
     } catch (const bp::process_error& e) {

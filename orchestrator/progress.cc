@@ -41,8 +41,9 @@ void ProgressPrinter::Update(const ProgressCounts& counts, double now_seconds) {
 void ProgressPrinter::Draw(const ProgressCounts& c) {
   if (!live_ || c.total == 0) return;
   double eta = EstimateRemainingSeconds(c);
-  std::string eta_text = eta < 0 ? "?" : fmt::format("{}:{:02d}", static_cast<int>(eta) / 60,
-                                                     static_cast<int>(eta) % 60);
+  std::string eta_text =
+      eta < 0 ? "?"
+              : fmt::format("{}:{:02d}", static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
   fmt::print(out_, "\r\033[K[{}] {}/{} done, {} running, {} failed, {} waiting | ETA {}", sweep_,
              c.done, c.total, c.running, c.failed, c.waiting, eta_text);
   std::fflush(out_);

@@ -17,10 +17,10 @@ namespace batchlab::orchestrator {
 
 struct ProgressCounts {
   int total = 0;
-  int done = 0;      // finished (any terminal outcome that will not be retried), incl. skipped
+  int done = 0;  // finished (any terminal outcome that will not be retried), incl. skipped
   int running = 0;
-  int failed = 0;    // failed or timed out for good
-  int waiting = 0;   // not started yet (incl. waiting for a retry)
+  int failed = 0;               // failed or timed out for good
+  int waiting = 0;              // not started yet (incl. waiting for a retry)
   double mean_run_seconds = 0;  // of finished attempts (0: none yet)
   double parallelism = 1;       // runs that fit side by side
 };
@@ -33,9 +33,9 @@ class ProgressPrinter {
   ProgressPrinter(std::FILE* out, bool live, std::string sweep);
   ~ProgressPrinter();
 
-  void Event(const std::string& line);  // a state change worth a line
+  void Event(const std::string& line);                            // a state change worth a line
   void Update(const ProgressCounts& counts, double now_seconds);  // redraws (live) at most 10/s
-  void Finish();  // ends the live line
+  void Finish();                                                  // ends the live line
 
  private:
   void Draw(const ProgressCounts& counts);

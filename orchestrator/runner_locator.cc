@@ -6,8 +6,8 @@
 #include <fstream>
 #include <vector>
 
-#include <boost/filesystem.hpp>
 #include <fmt/format.h>
+#include <boost/filesystem.hpp>
 
 #include "orchestrator/captured_command.h"
 
@@ -49,7 +49,8 @@ StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& s
     size_t start = 0;
     while (start <= p.size()) {
       size_t colon = p.find(':', start);
-      std::string dir = p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+      std::string dir =
+          p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
       if (!dir.empty() && IsExecutableFile(fs::path(dir) / "batchlab-runner")) {
         return accept(fs::path(dir) / "batchlab-runner");
       }
@@ -70,7 +71,8 @@ Status ValidateWithRunner(const std::string& runner, const nlohmann::json& confi
   boost::system::error_code ec;
   fs::path dir = fs::temp_directory_path(ec) / fs::unique_path("batchlab-validate-%%%%-%%%%", ec);
   fs::create_directories(dir, ec);
-  if (ec) return InternalError(fmt::format("cannot create a temporary directory: {}", ec.message()));
+  if (ec)
+    return InternalError(fmt::format("cannot create a temporary directory: {}", ec.message()));
   nlohmann::json c = config;
   c["attempt"] = 1;
   c["metrics_path"] = (dir / "metrics.jsonl").string();
@@ -83,10 +85,10 @@ Status ValidateWithRunner(const std::string& runner, const nlohmann::json& confi
   std::string msg = r->err.empty() ? r->out : r->err;
   while (!msg.empty() && msg.back() == '\n') msg.pop_back();
   if (r->exit_code == 2) {
-    return InvalidArgumentError(fmt::format("batchlab-runner rejects the resolved config: {}", msg));
+    return InvalidArgumentError(
+        fmt::format("batchlab-runner rejects the resolved config: {}", msg));
   }
-  return UnavailableError(
-      fmt::format("`{} --validate` exited {}: {}", runner, r->exit_code, msg));
+  return UnavailableError(fmt::format("`{} --validate` exited {}: {}", runner, r->exit_code, msg));
 }
 
 }  // namespace batchlab::orchestrator

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <boost/filesystem.hpp>
 #include <boost/process/search_path.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/captured_command.h"
@@ -17,8 +17,7 @@ namespace batchlab::orchestrator {
 namespace {
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string FieldOf(const std::string& text, const std::string& key) {
@@ -150,7 +149,8 @@ class SlurmLauncher final : public Launcher {
     if (!env.count("OMPI_MCA_btl") && getenv("OMPI_MCA_btl") == nullptr) {
       env["OMPI_MCA_btl"] = "self,vader";
     }
-    if (!env.count("OMPI_MCA_pml") && getenv("OMPI_MCA_pml") == nullptr) env["OMPI_MCA_pml"] = "ob1";
+    if (!env.count("OMPI_MCA_pml") && getenv("OMPI_MCA_pml") == nullptr)
+      env["OMPI_MCA_pml"] = "ob1";
     BATCHLAB_ASSIGN_OR_RETURN(CommandResult r, RunCapturedCommand(argv, env));
     if (r.exit_code != 0) {
       return UnavailableError(fmt::format("sbatch exited {}: {}", r.exit_code, r.err));

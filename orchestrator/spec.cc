@@ -127,8 +127,7 @@ Status ParseAxes(const ordered_json& doc, Spec* spec,
         if (!axis.columns.empty() && col.values.size() != axis.size()) {
           return Bad(where, fmt::format("has {} values but {} has {}; zipped lists must have "
                                         "equal length",
-                                        col.values.size(), axis.columns.front().path,
-                                        axis.size()));
+                                        col.values.size(), axis.columns.front().path, axis.size()));
         }
         paths->emplace_back(it.key(), where);
         axis.columns.push_back(std::move(col));
@@ -157,8 +156,9 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
     std::string where = "random.params." + it.key();
     const auto& d = it.value();
     if (!d.is_object() || d.size() != 1) {
-      return Bad(where, "must be exactly one of {\"uniform\": [lo, hi]}, {\"log_uniform\": [lo, "
-                        "hi]}, {\"int_uniform\": [lo, hi]}, {\"choice\": [values]}");
+      return Bad(where,
+                 "must be exactly one of {\"uniform\": [lo, hi]}, {\"log_uniform\": [lo, "
+                 "hi]}, {\"int_uniform\": [lo, hi]}, {\"choice\": [values]}");
     }
     RandomParam p;
     p.path = it.key();
@@ -179,7 +179,8 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
       p.low = arg[0].get<double>();
       p.high = arg[1].get<double>();
       if (!(p.low <= p.high)) return Bad(awhere, "low must not exceed high");
-      if (kind == "log_uniform" && !(p.low > 0)) return Bad(awhere, "low must be > 0 for log_uniform");
+      if (kind == "log_uniform" && !(p.low > 0))
+        return Bad(awhere, "low must be > 0 for log_uniform");
       if (kind == "int_uniform" && (!arg[0].is_number_integer() || !arg[1].is_number_integer())) {
         return Bad(awhere, "int_uniform bounds must be integers");
       }
@@ -236,7 +237,8 @@ Status ParseConstraints(const ordered_json& c, Spec* spec) {
 
 Status ParseSeeds(const ordered_json& doc, Spec* spec) {
   if (doc.contains("seeds") && doc.contains("repeats")) {
-    return Bad("repeats", "give either \"seeds\" (a list) or \"repeats\" (with \"seed\"), not both");
+    return Bad("repeats",
+               "give either \"seeds\" (a list) or \"repeats\" (with \"seed\"), not both");
   }
   if (doc.contains("seeds")) {
     const auto& s = doc["seeds"];
@@ -312,8 +314,8 @@ Status ParseLaunch(const ordered_json& l, LaunchSettings* out) {
 
 Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
   if (!s.is_object()) return Bad("slurm", "is not an object");
-  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(
-      s, "slurm", {"partition", "time_limit_minutes", "cpus_per_task", "sbatch_args"}));
+  BATCHLAB_RETURN_IF_ERROR(
+      OnlyKeys(s, "slurm", {"partition", "time_limit_minutes", "cpus_per_task", "sbatch_args"}));
   if (s.contains("partition")) {
     BATCHLAB_ASSIGN_OR_RETURN(out->partition, String(s["partition"], "slurm.partition"));
   }
@@ -334,10 +336,10 @@ Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
 
 Status ParseDocument(const ordered_json& doc, Spec* spec) {
   if (!doc.is_object()) return Bad("(top level)", "a spec is a JSON object");
-  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(
-      doc, "",
-      {"$schema", "name", "description", "base", "axes", "zip", "random", "constraints", "seeds",
-       "repeats", "seed", "max_runs", "resources", "launch", "slurm"}));
+  BATCHLAB_RETURN_IF_ERROR(
+      OnlyKeys(doc, "",
+               {"$schema", "name", "description", "base", "axes", "zip", "random", "constraints",
+                "seeds", "repeats", "seed", "max_runs", "resources", "launch", "slurm"}));
   if (!doc.contains("name")) return Bad("name", "is missing (the sweep's name)");
   BATCHLAB_ASSIGN_OR_RETURN(spec->name, String(doc["name"], "name"));
   if (spec->name.empty() || spec->name.size() > 64 ||
@@ -392,8 +394,8 @@ StatusOr<Spec> ParseSpec(const std::string& text, const std::string& source) {
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     auto pos = what.find("parse error");
-    return InvalidArgumentError(fmt::format(
-        "{}: not valid JSON: {}", source, pos == std::string::npos ? what : what.substr(pos)));
+    return InvalidArgumentError(fmt::format("{}: not valid JSON: {}", source,
+                                            pos == std::string::npos ? what : what.substr(pos)));
   }
   Spec spec;
   Status s = ParseDocument(doc, &spec);

@@ -2,8 +2,9 @@
 // parsed and strictly validated. Every error names the JSON path and what is allowed there:
 //
 //   StatusOr<Spec> spec = LoadSpecFile("sweeps/quickstart.json");
-//   // bad input -> INVALID_ARGUMENT "sweeps/x.json: axes.batch_size[3]: 0 is not a positive integer"
-//   for (const Axis& axis : spec->axes) ...;   // grid axes and zipped groups, in written order
+//   // bad input -> INVALID_ARGUMENT "sweeps/x.json: axes.batch_size[3]: 0 is not a positive
+//   integer" for (const Axis& axis : spec->axes) ...;   // grid axes and zipped groups, in written
+//   order
 //
 // Parsing never touches the database or the file system beyond reading the spec file.
 #ifndef BATCHLAB_ORCHESTRATOR_SPEC_H_
@@ -24,7 +25,7 @@ namespace batchlab::orchestrator {
 // columns of equal length, taken together position by position.
 struct Axis {
   struct Column {
-    std::string path;                   // dotted config path, e.g. "lr.base"
+    std::string path;  // dotted config path, e.g. "lr.base"
     std::vector<nlohmann::json> values;
   };
   std::vector<Column> columns;
@@ -36,8 +37,8 @@ struct RandomParam {
   enum class Distribution { kUniform, kLogUniform, kIntUniform, kChoice };
   std::string path;
   Distribution distribution = Distribution::kUniform;
-  double low = 0, high = 0;              // uniform, log_uniform, int_uniform (inclusive)
-  std::vector<nlohmann::json> choices;   // choice
+  double low = 0, high = 0;             // uniform, log_uniform, int_uniform (inclusive)
+  std::vector<nlohmann::json> choices;  // choice
 };
 struct RandomSamples {
   int count = 0;  // 0: no random axis
@@ -57,11 +58,11 @@ struct Constraint {
 };
 
 struct Resources {
-  int slots_per_rank = 0;          // 0: the run's `threads`
-  double timeout_seconds = 0;      // per attempt; 0: none
-  int retries = 1;                 // extra attempts after a failure or timeout
+  int slots_per_rank = 0;            // 0: the run's `threads`
+  double timeout_seconds = 0;        // per attempt; 0: none
+  int retries = 1;                   // extra attempts after a failure or timeout
   double retry_backoff_seconds = 2;  // doubled after every failed attempt
-  double expected_seconds = 0;     // per run, for packing and ETA; 0: estimated from the budget
+  double expected_seconds = 0;       // per run, for packing and ETA; 0: estimated from the budget
 };
 
 struct LaunchSettings {

@@ -8,8 +8,8 @@
 #include <optional>
 #include <thread>
 
-#include <boost/filesystem.hpp>
 #include <fmt/format.h>
+#include <boost/filesystem.hpp>
 
 #include "orchestrator/scheduler.h"
 #include "orchestrator/sweep_lock.h"
@@ -21,8 +21,7 @@ namespace fs = boost::filesystem;
 using results::RunState;
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string Tail(const std::string& path, size_t max_bytes) {
@@ -56,8 +55,8 @@ std::string ParamsText(const PlannedRun& run) {
   return out;
 }
 
-StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec,
-                                         bool new_version, bool* created) {
+StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec, bool new_version,
+                                         bool* created) {
   BATCHLAB_ASSIGN_OR_RETURN(auto latest, store.LatestSweep(spec.name));
   *created = false;
   if (latest && latest->spec_hash == spec.spec_hash) return *latest;
@@ -100,8 +99,7 @@ class Execution {
         failures_(plan.runs.size(), 0) {}
 
   StatusOr<SweepOutcome> Run() {
-    BATCHLAB_ASSIGN_OR_RETURN(SweepLock lock,
-                              SweepLock::Acquire(runs_dir_ + "/" + spec_.name));
+    BATCHLAB_ASSIGN_OR_RETURN(SweepLock lock, SweepLock::Acquire(runs_dir_ + "/" + spec_.name));
     BATCHLAB_ASSIGN_OR_RETURN(auto sweep,
                               OpenSweep(store_, spec_, options_.new_version, &out_.new_sweep));
     out_.sweep_id = sweep.id;
@@ -155,20 +153,21 @@ class Execution {
               r.id, *ended,
               {std::nullopt, "recovered from the end line after the orchestrator stopped"}));
           ++out_.skipped;
-          Event(fmt::format("run {} had finished ({}) while no orchestrator watched; kept",
-                            r.id, results::RunStateName(*ended)));
+          Event(fmt::format("run {} had finished ({}) while no orchestrator watched; kept", r.id,
+                            results::RunStateName(*ended)));
           continue;
         }
         BATCHLAB_RETURN_IF_ERROR(store_.Transition(
             r.id, RunState::kCancelled,
             {std::nullopt, "interrupted: the orchestrator stopped while this attempt ran"}));
         ++out_.interrupted;
-        Event(fmt::format("run {} was interrupted in attempt {}; it runs again", r.id,
-                          rec.attempt));
+        Event(
+            fmt::format("run {} was interrupted in attempt {}; it runs again", r.id, rec.attempt));
       }
       queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0});
     }
-    if (out_.skipped > 0) Event(fmt::format("{} of {} runs already finished; skipped", out_.skipped, out_.total));
+    if (out_.skipped > 0)
+      Event(fmt::format("{} of {} runs already finished; skipped", out_.skipped, out_.total));
     return OkStatus();
   }
 
@@ -280,9 +279,8 @@ class Execution {
   }
 
   Status Ingest(Active& a) {
-    BATCHLAB_ASSIGN_OR_RETURN(auto stats,
-                              store_.IngestMetrics(plan_.runs[a.index].id, a.attempt,
-                                                   a.dir + "/metrics.jsonl"));
+    BATCHLAB_ASSIGN_OR_RETURN(auto stats, store_.IngestMetrics(plan_.runs[a.index].id, a.attempt,
+                                                               a.dir + "/metrics.jsonl"));
     a.saw_end = a.saw_end || stats.saw_end;
     return OkStatus();
   }
@@ -303,8 +301,8 @@ class Execution {
     std::string message;
     std::optional<int> code = st.exit_code;
     if (!code && st.signal) code = 128 + *st.signal;
-    const bool ended_cleanly = st.exit_code && a.saw_end &&
-                               StateForExitCode(*st.exit_code) != RunState::kFailed;
+    const bool ended_cleanly =
+        st.exit_code && a.saw_end && StateForExitCode(*st.exit_code) != RunState::kFailed;
     if (ended_cleanly) {
       state = StateForExitCode(*st.exit_code);
       retryable = false;
@@ -348,11 +346,11 @@ class Execution {
     if (retryable && failures_[i] < spec_.resources.retries) {
       ++failures_[i];
       double backoff = spec_.resources.retry_backoff_seconds * std::pow(2.0, failures_[i] - 1);
-      BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(
-          r.id, "retry",
-          fmt::format("attempt {} {}; retry {} of {} in {:.1f} s", attempt_[i],
-                      results::RunStateName(state), failures_[i], spec_.resources.retries,
-                      backoff)));
+      BATCHLAB_RETURN_IF_ERROR(
+          store_.RecordEvent(r.id, "retry",
+                             fmt::format("attempt {} {}; retry {} of {} in {:.1f} s", attempt_[i],
+                                         results::RunStateName(state), failures_[i],
+                                         spec_.resources.retries, backoff)));
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {}));
       queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, Now() + backoff});
       Event(fmt::format("run {} {} ({}); retry {}/{} in {:.1f} s", r.id,
@@ -404,11 +402,16 @@ class Execution {
 
 RunState StateForExitCode(int exit_code) {
   switch (exit_code) {
-    case 0: return RunState::kCompleted;
-    case 3: return RunState::kTargetReached;
-    case 4: return RunState::kDiverged;
-    case 5: return RunState::kBudgetExhausted;
-    default: return RunState::kFailed;
+    case 0:
+      return RunState::kCompleted;
+    case 3:
+      return RunState::kTargetReached;
+    case 4:
+      return RunState::kDiverged;
+    case 5:
+      return RunState::kBudgetExhausted;
+    default:
+      return RunState::kFailed;
   }
 }
 

@@ -31,12 +31,12 @@
 namespace batchlab::orchestrator {
 
 struct ExecutorOptions {
-  int slots = 1;                   // cores in the pool
-  std::string runs_dir = "runs";   // attempt directories go under <runs_dir>/<sweep>/
-  bool new_version = false;        // a changed spec becomes a new version instead of an error
-  double poll_seconds = 0.01;      // how often children are polled
-  double ingest_every_seconds = 1;  // live ingest period of a running run's metrics
-  double terminate_grace_seconds = 10;  // SIGTERM -> SIGKILL on cancel and timeout
+  int slots = 1;                         // cores in the pool
+  std::string runs_dir = "runs";         // attempt directories go under <runs_dir>/<sweep>/
+  bool new_version = false;              // a changed spec becomes a new version instead of an error
+  double poll_seconds = 0.01;            // how often children are polled
+  double ingest_every_seconds = 1;       // live ingest period of a running run's metrics
+  double terminate_grace_seconds = 10;   // SIGTERM -> SIGKILL on cancel and timeout
   std::function<bool()> stop_requested;  // polled; true stops the sweep (SIGINT/SIGTERM)
   ProgressPrinter* progress = nullptr;   // optional
 };
@@ -44,16 +44,16 @@ struct ExecutorOptions {
 struct SweepOutcome {
   int64_t sweep_id = 0;
   int version = 0;
-  bool new_sweep = false;      // this call created the sweep (version)
-  int total = 0;               // runs in the plan
-  int skipped = 0;             // already finished before this call
-  int succeeded = 0;           // completed, target_reached, budget_exhausted, diverged now
-  int failed = 0;              // failed or timed out after all retries
-  int cancelled = 0;           // stopped by a stop request
-  int interrupted = 0;         // found running from a killed orchestrator and re-queued
-  int attempts = 0;            // attempts started by this call
-  bool stopped = false;        // a stop request ended the sweep early
-  double wall_seconds = 0;     // from first launch to last end
+  bool new_sweep = false;          // this call created the sweep (version)
+  int total = 0;                   // runs in the plan
+  int skipped = 0;                 // already finished before this call
+  int succeeded = 0;               // completed, target_reached, budget_exhausted, diverged now
+  int failed = 0;                  // failed or timed out after all retries
+  int cancelled = 0;               // stopped by a stop request
+  int interrupted = 0;             // found running from a killed orchestrator and re-queued
+  int attempts = 0;                // attempts started by this call
+  bool stopped = false;            // a stop request ended the sweep early
+  double wall_seconds = 0;         // from first launch to last end
   double lower_bound_seconds = 0;  // max(longest attempt, slot-seconds / slots), observed
   double busy_slot_seconds = 0;    // sum over attempts of slots x duration
 };

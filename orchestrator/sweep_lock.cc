@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include <boost/filesystem.hpp>
 #include <fmt/format.h>
+#include <boost/filesystem.hpp>
 
 namespace batchlab::orchestrator {
 

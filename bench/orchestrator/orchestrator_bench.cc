@@ -20,9 +20,9 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include <boost/filesystem.hpp>
 #include <boost/process.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/captured_command.h"
@@ -39,8 +39,7 @@ namespace fs = boost::filesystem;
 namespace {
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double CpuSeconds() {
@@ -88,12 +87,16 @@ int main(int argc, char** argv) {
   fmt::print("orchestrator_bench: {} noop runs on {} slots, runner {}\n", runs, slots, *runner);
 
   // Baseline 1: bare mpirun + runner start-up, default transport vs the chosen settings.
-  nlohmann::json cfg = {{"run_id", "0000000000000000"}, {"sweep", "bench"}, {"attempt", 1},
-                        {"seed", 1}, {"batch_size", 64}, {"mode", "noop"},
+  nlohmann::json cfg = {{"run_id", "0000000000000000"},
+                        {"sweep", "bench"},
+                        {"attempt", 1},
+                        {"seed", 1},
+                        {"batch_size", 64},
+                        {"mode", "noop"},
                         {"metrics_path", (dir / "bare.jsonl").string()}};
   {
-    auto spec = orch::ParseSpec(R"({"name": "bare", "base": {"mode": "noop", "batch_size": 64}})",
-                                "bare");
+    auto spec =
+        orch::ParseSpec(R"({"name": "bare", "base": {"mode": "noop", "batch_size": 64}})", "bare");
     auto plan = orch::ExpandSpec(*spec, {});
     cfg = plan->runs[0].config;
     cfg["attempt"] = 1;
@@ -103,8 +106,8 @@ int main(int argc, char** argv) {
   std::ofstream(cfg_path) << cfg.dump();
   const int reps = 20;
   double bare_default = BareMpirun(*runner, cfg_path, reps, {});
-  double bare_chosen =
-      BareMpirun(*runner, cfg_path, reps, {{"OMPI_MCA_btl", "self,vader"}, {"OMPI_MCA_pml", "ob1"}});
+  double bare_chosen = BareMpirun(*runner, cfg_path, reps,
+                                  {{"OMPI_MCA_btl", "self,vader"}, {"OMPI_MCA_pml", "ob1"}});
 
   // The orchestrator on N noop runs.
   std::string spec_text = fmt::format(
@@ -158,20 +161,23 @@ int main(int argc, char** argv) {
              out->lower_bound_seconds);
   fmt::print("makespan / lower bound        {:8.3f}\n", wall / out->lower_bound_seconds);
   fmt::print("mean run (launch to reaped)   {:8.1f} ms\n", 1000 * out->busy_slot_seconds / runs);
-  fmt::print("idle slot-time per run        {:8.1f} ms   (scheduling, polling, SQLite between runs)\n",
-             1000 * idle_per_run);
+  fmt::print(
+      "idle slot-time per run        {:8.1f} ms   (scheduling, polling, SQLite between runs)\n",
+      1000 * idle_per_run);
   fmt::print("orchestrator CPU per run      {:8.1f} ms\n", 1000 * cpu / runs);
   fmt::print("throughput                    {:8.1f} runs/s\n", runs / wall);
   fmt::print("\n== baselines, same machine, same run ==\n");
-  fmt::print("bare mpirun+runner, default MCA          {:8.1f} ms per launch (sequential, {} reps)\n",
-             1000 * bare_default, reps);
+  fmt::print(
+      "bare mpirun+runner, default MCA          {:8.1f} ms per launch (sequential, {} reps)\n",
+      1000 * bare_default, reps);
   fmt::print("bare mpirun+runner, btl=self,vader pml=ob1 {:6.1f} ms per launch\n",
              1000 * bare_chosen);
   if (!optuna_line.empty()) {
     auto j = nlohmann::json::parse(optuna_line);
-    fmt::print("optuna (SQLite storage), {} trivial trials: {:.2f} s, {:.1f} ms per trial "
-               "(no process per trial)\n",
-               j["trials"].get<int>(), j["seconds"].get<double>(), j["per_trial_ms"].get<double>());
+    fmt::print(
+        "optuna (SQLite storage), {} trivial trials: {:.2f} s, {:.1f} ms per trial "
+        "(no process per trial)\n",
+        j["trials"].get<int>(), j["seconds"].get<double>(), j["per_trial_ms"].get<double>());
   }
   boost::system::error_code ec;
   fs::remove_all(dir, ec);

@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
-#include <boost/filesystem.hpp>
 #include <gtest/gtest.h>
+#include <boost/filesystem.hpp>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/config_schema.h"

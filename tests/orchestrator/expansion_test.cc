@@ -54,14 +54,14 @@ TEST(ExpansionTest, DefaultsBaseAndAxisValuesMerge) {
   ASSERT_EQ(plan.runs.size(), 2u);
   const auto& c = plan.runs[1].config;
   EXPECT_EQ(c["optimizer"]["name"], "lamb");
-  EXPECT_EQ(c["optimizer"]["momentum"], 0.5);       // from base
-  EXPECT_EQ(c["lr"]["rule"], "none");              // default
+  EXPECT_EQ(c["optimizer"]["momentum"], 0.5);               // from base
+  EXPECT_EQ(c["lr"]["rule"], "none");                       // default
   EXPECT_EQ(c["budget"], nlohmann::json({{"epochs", 1}}));  // default budget
   EXPECT_EQ(c["sweep"], "m");
   EXPECT_TRUE(c["target"].is_null());
   EXPECT_EQ(c["mode"], "train");
   EXPECT_EQ(c["run_id"], plan.runs[1].id);
-  EXPECT_FALSE(c.contains("attempt"));       // added per attempt at launch
+  EXPECT_FALSE(c.contains("attempt"));  // added per attempt at launch
   EXPECT_FALSE(c.contains("metrics_path"));
 }
 
@@ -83,8 +83,8 @@ TEST(ExpansionTest, DerivedValues) {
   EXPECT_EQ(two_nodes.config["micro_batch_size"], 128);
   EXPECT_EQ(two_nodes.world_size, 4);
   EXPECT_EQ(two_nodes.slots, 4);
-  EXPECT_DOUBLE_EQ(two_nodes.scaled_lr, 0.4);          // 0.1 x 1024/256
-  EXPECT_DOUBLE_EQ(plan.runs[3].scaled_lr, 0.2);       // 0.1 x sqrt(4)
+  EXPECT_DOUBLE_EQ(two_nodes.scaled_lr, 0.4);     // 0.1 x 1024/256
+  EXPECT_DOUBLE_EQ(plan.runs[3].scaled_lr, 0.2);  // 0.1 x sqrt(4)
   EXPECT_EQ(plan.runs[0].config["world_size"], 2);
   EXPECT_EQ(plan.runs[0].config["local_batch_size"], 512);
 }
@@ -231,8 +231,9 @@ TEST(ExpansionTest, HugeCrossProductIsRefusedBeforeEnumerating) {
   std::string axis = "[";
   for (int i = 1; i <= 200; ++i) axis += std::to_string(i) + (i < 200 ? "," : "]");
   // 200 x 200 x 100 seeds = 4,000,000 points.
-  Status s = ExpandError(R"({"name": "h", "base": {"batch_size": 64}, "axes": {"lr.warmup_steps": )" +
-                         axis + R"(, "eval.every_steps": )" + axis + R"(}, "repeats": 100})");
+  Status s =
+      ExpandError(R"({"name": "h", "base": {"batch_size": 64}, "axes": {"lr.warmup_steps": )" +
+                  axis + R"(, "eval.every_steps": )" + axis + R"(}, "repeats": 100})");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("4000000 points, more than batchlab enumerates"), std::string::npos)
       << s.message();

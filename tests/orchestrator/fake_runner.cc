@@ -29,8 +29,7 @@ double EnvDouble(const char* name, double fallback) {
 }
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -74,12 +73,18 @@ int main(int argc, char** argv) {
     j["seq"] = seq++;
     metrics << j.dump() << "\n" << std::flush;
   };
-  line({{"kind", "start"}, {"time", Now()}, {"world_size", config.value("world_size", 1)},
+  line({{"kind", "start"},
+        {"time", Now()},
+        {"world_size", config.value("world_size", 1)},
         {"batch_size", config.value("batch_size", 0)}});
   for (int s = 1; s <= steps; ++s) {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds / steps));
-    line({{"kind", "step"}, {"step", s}, {"samples", s * config.value("batch_size", 1)},
-          {"loss", 1.0 / s}, {"lr", 0.1}, {"step_seconds", seconds / steps}});
+    line({{"kind", "step"},
+          {"step", s},
+          {"samples", s * config.value("batch_size", 1)},
+          {"loss", 1.0 / s},
+          {"lr", 0.1},
+          {"step_seconds", seconds / steps}});
   }
   int code = static_cast<int>(EnvDouble("FAKE_RUNNER_EXIT", 0));
   if (attempt <= static_cast<int>(EnvDouble("FAKE_RUNNER_FAIL_ATTEMPTS", 0))) code = 1;
@@ -87,11 +92,17 @@ int main(int argc, char** argv) {
     code = 1;
   }
   if (code == 0 || code == 3 || code == 4 || code == 5) {
-    const char* outcome = code == 0 ? "completed" : code == 3 ? "target_reached"
-                          : code == 4 ? "diverged" : "budget_exhausted";
-    line({{"kind", "end"}, {"outcome", outcome}, {"steps", steps},
-          {"samples", steps * config.value("batch_size", 1)}, {"seconds", seconds},
-          {"final_test_loss", 0.5}, {"final_test_accuracy", 0.8}});
+    const char* outcome = code == 0   ? "completed"
+                          : code == 3 ? "target_reached"
+                          : code == 4 ? "diverged"
+                                      : "budget_exhausted";
+    line({{"kind", "end"},
+          {"outcome", outcome},
+          {"steps", steps},
+          {"samples", steps * config.value("batch_size", 1)},
+          {"seconds", seconds},
+          {"final_test_loss", 0.5},
+          {"final_test_accuracy", 0.8}});
   } else {
     std::fprintf(stderr, "batchlab-runner[rank %d]: fake failure of attempt %d\n", rank, attempt);
   }

@@ -3,8 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include <boost/filesystem.hpp>
 #include <gtest/gtest.h>
+#include <boost/filesystem.hpp>
 
 #include "orchestrator/local_launcher.h"
 #include "orchestrator/progress.h"
@@ -34,16 +34,16 @@ TEST(LaunchSettingsTest, MpirunArgumentVector) {
   s.runner = "/b/runner/batchlab-runner";
   s.pool_slots = 2;
   auto args = MpirunArguments(s, Request(2), /*as_root=*/true, /*hardware_cores=*/2);
-  EXPECT_EQ(args, (std::vector<std::string>{"-np", "2", "--bind-to", "none",
-                                            "--allow-run-as-root", "/b/runner/batchlab-runner",
-                                            "--config", "/runs/s/abc/attempt-2/config.json"}));
+  EXPECT_EQ(args, (std::vector<std::string>{"-np", "2", "--bind-to", "none", "--allow-run-as-root",
+                                            "/b/runner/batchlab-runner", "--config",
+                                            "/runs/s/abc/attempt-2/config.json"}));
   // Not root, more ranks than slots: --oversubscribe, and the spec's mpirun_args before the runner.
   s.mpirun_args = {"--mca", "btl_tcp_if_include", "lo"};
   auto over = MpirunArguments(s, Request(4), false, 8);
-  EXPECT_EQ(over, (std::vector<std::string>{"-np", "4", "--bind-to", "none", "--oversubscribe",
-                                            "--mca", "btl_tcp_if_include", "lo",
-                                            "/b/runner/batchlab-runner", "--config",
-                                            "/runs/s/abc/attempt-2/config.json"}));
+  EXPECT_EQ(over,
+            (std::vector<std::string>{"-np", "4", "--bind-to", "none", "--oversubscribe", "--mca",
+                                      "btl_tcp_if_include", "lo", "/b/runner/batchlab-runner",
+                                      "--config", "/runs/s/abc/attempt-2/config.json"}));
   // More ranks than cores even if the pool is larger.
   s.mpirun_args.clear();
   s.pool_slots = 16;

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <boost/process.hpp>
 #include <gtest/gtest.h>
+#include <boost/process.hpp>
 
 #include "results/database.h"
 #include "results/schema.h"

@@ -22,8 +22,9 @@ TEST(RunIdentityTest, Fnv1aKnownVectors) {
 
 TEST(RunIdentityTest, StableAcrossKeyOrderAndWhitespace) {
   json a = json::parse(R"({"batch_size": 64, "lr": {"base": 0.1, "rule": "linear"}, "seed": 1})");
-  json b = json::parse("{ \"seed\" :1,\n\t\"lr\": {\"rule\":\"linear\", \"base\":0.1},"
-                       " \"batch_size\":64 }");
+  json b = json::parse(
+      "{ \"seed\" :1,\n\t\"lr\": {\"rule\":\"linear\", \"base\":0.1},"
+      " \"batch_size\":64 }");
   EXPECT_EQ(RunIdOf(a), RunIdOf(b));
   EXPECT_EQ(CanonicalJson(a), R"({"batch_size":64,"lr":{"base":0.1,"rule":"linear"},"seed":1})");
   nlohmann::ordered_json o = nlohmann::ordered_json::parse(R"({"z": 1, "a": 2})");
@@ -47,9 +48,11 @@ TEST(RunIdentityTest, IgnoresPerAttemptFieldsOnly) {
 
 TEST(RunIdentityTest, SameSpecWrittenDifferentlyGivesTheSameRunIds) {
   auto s1 = ParseSpec(R"({"name": "q", "axes": {"batch_size": [64, 128], "lr.rule": ["none"]},
-                          "base": {"lr": {"base": 0.1, "base_batch_size": 64}}})", "a");
+                          "base": {"lr": {"base": 0.1, "base_batch_size": 64}}})",
+                      "a");
   auto s2 = ParseSpec(R"({"base": {"lr": {"base_batch_size": 64, "base": 0.1}}, "name": "q",
-                          "axes": {"batch_size": [64, 128], "lr.rule": ["none"]}})", "b");
+                          "axes": {"batch_size": [64, 128], "lr.rule": ["none"]}})",
+                      "b");
   ASSERT_TRUE(s1.ok() && s2.ok());
   auto p1 = ExpandSpec(*s1, {});
   auto p2 = ExpandSpec(*s2, {});

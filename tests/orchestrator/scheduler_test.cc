@@ -58,7 +58,7 @@ TEST(SchedulerTest, ClassicLptExampleIsWithinGrahamBound) {
   }
   for (int i = 0; i < 3; ++i) jobs.push_back({key++, 1, static_cast<double>(m), 0});
   double lpt = SimulateMakespan(jobs, m);
-  double optimum = 3.0 * m;  // known optimum for this family
+  double optimum = 3.0 * m;            // known optimum for this family
   EXPECT_DOUBLE_EQ(lpt, 4.0 * m - 1);  // LPT's worst case: exactly (4/3 - 1/(3m)) x OPT
   EXPECT_LE(lpt, (4.0 / 3.0 - 1.0 / (3.0 * m)) * optimum + 1e-9);
   EXPECT_GE(lpt, MakespanLowerBound(jobs, m));

@@ -10,9 +10,9 @@
 #include <sstream>
 #include <thread>
 
-#include <boost/process.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <boost/process.hpp>
 
 #include "orchestrator/captured_command.h"
 #include "orchestrator/slurm_launcher.h"
@@ -43,8 +43,11 @@ class SlurmTest : public ::testing::Test {
   }
 
   std::vector<std::string> RunArgs(const std::string& spec) const {
-    return {"--db", Db(), "sweep", "run", spec, "--backend", "slurm", "--runs-dir",
-            dir_.path() + "/runs", "--runner", FAKE_RUNNER, "--slots", "2"};
+    return {"--db",     Db(),         "sweep",
+            "run",      spec,         "--backend",
+            "slurm",    "--runs-dir", dir_.path() + "/runs",
+            "--runner", FAKE_RUNNER,  "--slots",
+            "2"};
   }
 
   int Cli(const std::vector<std::string>& args) {
@@ -130,11 +133,14 @@ TEST_F(SlurmTest, MoreNodesThanThePartitionHasFailsInsteadOfPendingForever) {
       "nodes": 2}, "resources": {"retries": 2}})");
   EXPECT_EQ(Cli(RunArgs(spec)), 1) << Err();
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'failed' AND attempt = 1"), 1);
-  EXPECT_EQ(Query("SELECT count(*) FROM events WHERE message LIKE '%the partition can never run this job%'"), 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM events WHERE message LIKE '%the partition can never run "
+                  "this job%'"),
+            1);
 }
 
 TEST_F(SlurmTest, SigintCancelsTheJobsWithScancel) {
-  std::string spec = WriteSpec(R"({"name": "slurm-cancel", "base": {"mode": "noop", "batch_size": 64},
+  std::string spec =
+      WriteSpec(R"({"name": "slurm-cancel", "base": {"mode": "noop", "batch_size": 64},
       "repeats": 2, "launch": {"env": {"FAKE_RUNNER_SECONDS": "120"}}})");
   bp::child c(BATCHLAB_BIN, bp::args(RunArgs(spec)), bp::std_out > bp::null,
               bp::std_err > (dir_.path() + "/err.txt"), bp::std_in < bp::null);

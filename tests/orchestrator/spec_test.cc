@@ -188,7 +188,8 @@ TEST(SpecTest, BatchSizeRequired) {
 
 TEST(SpecTest, HashIgnoresFormattingButNotContent) {
   auto a = ParseSpec(R"({"name": "s", "base": {"batch_size": 64, "threads": 1}})", "a");
-  auto b = ParseSpec("{\n  \"base\" : { \"threads\":1, \"batch_size\" : 64 },\n \"name\":\"s\"}", "b");
+  auto b =
+      ParseSpec("{\n  \"base\" : { \"threads\":1, \"batch_size\" : 64 },\n \"name\":\"s\"}", "b");
   auto c = ParseSpec(R"({"name": "s", "base": {"batch_size": 128, "threads": 1}})", "c");
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   EXPECT_EQ(a->spec_hash, b->spec_hash);

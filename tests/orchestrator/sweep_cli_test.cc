@@ -11,9 +11,9 @@
 #include <sstream>
 #include <thread>
 
-#include <boost/process.hpp>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
 #include "results/database.h"
@@ -52,7 +52,7 @@ class SweepCliTest : public ::testing::Test {
   CliResult Cli(std::vector<std::string> args) {
     std::string err_path = dir_.path() + "/stderr.txt";
     bp::child c(BATCHLAB_BIN, bp::args(Args(args)), bp::std_out > (dir_.path() + "/stdout.txt"),
-                 bp::std_err > err_path, bp::std_in < bp::null);
+                bp::std_err > err_path, bp::std_in < bp::null);
     c.wait();
     CliResult r;
     r.exit_code = c.exit_code();
@@ -71,7 +71,7 @@ class SweepCliTest : public ::testing::Test {
   }
 
   std::vector<std::string> RunArgs(const std::string& spec, std::vector<std::string> extra = {}) {
-    std::vector<std::string> a = {"sweep", "run",       spec,          "--runs-dir", Runs(),
+    std::vector<std::string> a = {"sweep",    "run",       spec,      "--runs-dir", Runs(),
                                   "--runner", FAKE_RUNNER, "--slots", "2"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
@@ -180,8 +180,8 @@ TEST_F(SweepCliTest, BadSpecLeavesAnExistingDatabaseByteForByteUntouched) {
 TEST_F(SweepCliTest, ChangedSpecIsRefusedUnlessNewVersion) {
   std::string v1 = WriteSpec("v1.json", Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01")"));
   ASSERT_EQ(Cli(RunArgs(v1)).exit_code, 0);
-  std::string v2 = WriteSpec(
-      "v2.json", R"({"name": "s", "base": {"mode": "noop"}, "axes": {"batch_size": [256]},
+  std::string v2 =
+      WriteSpec("v2.json", R"({"name": "s", "base": {"mode": "noop"}, "axes": {"batch_size": [256]},
                      "launch": {"env": {"FAKE_RUNNER_SECONDS": "0.01"}}})");
   CliResult refused = Cli(RunArgs(v2));
   EXPECT_EQ(refused.exit_code, 2);
@@ -229,8 +229,8 @@ TEST_F(SweepCliTest, RunsThatKeepFailingExit1AndBadConfigIsNotRetried) {
   // The failure message carries the runner's stderr.
   EXPECT_GE(Query("SELECT count(*) FROM events WHERE message LIKE '%fake failure of attempt%'"), 2);
 
-  std::string bad_config = WriteSpec(
-      "b.json", R"({"name": "b", "base": {"mode": "noop", "batch_size": 64},
+  std::string bad_config =
+      WriteSpec("b.json", R"({"name": "b", "base": {"mode": "noop", "batch_size": 64},
                     "launch": {"env": {"FAKE_RUNNER_EXIT": "2"}},
                     "resources": {"retries": 3, "retry_backoff_seconds": 0}})");
   EXPECT_EQ(Cli(RunArgs(bad_config)).exit_code, 1);
@@ -240,8 +240,8 @@ TEST_F(SweepCliTest, RunsThatKeepFailingExit1AndBadConfigIsNotRetried) {
 }
 
 TEST_F(SweepCliTest, TimeoutStopsTheRunAndMarksItTimedOut) {
-  std::string spec = WriteSpec(
-      "t.json", R"({"name": "t", "base": {"mode": "noop", "batch_size": 64},
+  std::string spec =
+      WriteSpec("t.json", R"({"name": "t", "base": {"mode": "noop", "batch_size": 64},
                     "launch": {"env": {"FAKE_RUNNER_SECONDS": "60"}},
                     "resources": {"timeout_seconds": 0.5, "retries": 1,
                                   "retry_backoff_seconds": 0}})");
@@ -264,6 +264,44 @@ TEST_F(SweepCliTest, PlanPrintsRunsAndStatusOfUnknownSweepExits2) {
   EXPECT_EQ(j["runs"][3]["config"]["world_size"], 2);
   ASSERT_EQ(Cli(RunArgs(spec, {"--no-validate"})).exit_code, 0);
   EXPECT_EQ(Cli({"sweep", "status", "nope"}).exit_code, 2);
+}
+
+// Every example spec in sweeps/ runs, scaled down: two values per axis and zipped list, one
+// seed, noop mode, fake_runner at the runner seam.
+TEST_F(SweepCliTest, ExampleSpecsRunScaledDown) {
+  int examples = 0;
+  for (fs::directory_iterator it(SWEEPS_DIR), end; it != end; ++it) {
+    std::string file = it->path().filename().string();
+    if (it->path().extension() != ".json" || file == "spec.schema.json") continue;
+    std::ifstream in(it->path().string());
+    nlohmann::ordered_json spec = nlohmann::ordered_json::parse(in);
+    spec.erase("$schema");
+    spec["base"]["mode"] = "noop";
+    if (spec.contains("axes")) {
+      for (auto& [path, values] : spec["axes"].items()) {
+        if (values.size() > 2) values.erase(values.begin() + 2, values.end());
+      }
+    }
+    if (spec.contains("zip")) {
+      for (auto& group : spec["zip"]) {
+        for (auto& [path, values] : group.items()) {
+          if (values.size() > 2) values.erase(values.begin() + 2, values.end());
+        }
+      }
+    }
+    if (spec.contains("random")) spec["random"]["count"] = 2;
+    spec.erase("repeats");
+    spec.erase("seed");
+    spec["seeds"] = {1};
+    spec["launch"]["env"]["FAKE_RUNNER_SECONDS"] = "0.01";
+    std::string path = WriteSpec("example-" + file, spec.dump(2));
+    CliResult r = Cli(RunArgs(path, {"--no-validate"}));
+    EXPECT_EQ(r.exit_code, 0) << file << ": " << r.err;
+    ++examples;
+  }
+  EXPECT_GE(examples, 5);
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state != 'completed'"), 0);
+  EXPECT_GE(Query("SELECT count(*) FROM sweeps"), 5);
 }
 
 // Waits (up to `seconds`) for `pred`; returns its last value. Never asserts on timing itself.
@@ -320,8 +358,9 @@ TEST_F(SweepCliTest, ResumeAfterKill9LosesNoRunDuplicatesNoneAndKeepsAttemptsApa
   fs::create_directories(pid_dir);
   // One slot: runs go one at a time; each takes ~1 s.
   std::string spec = WriteSpec(
-      "k.json", Spec("k", fmt::format(R"("FAKE_RUNNER_SECONDS": "1.5", "FAKE_RUNNER_PID_DIR": "{}")",
-                                      pid_dir)));
+      "k.json",
+      Spec("k",
+           fmt::format(R"("FAKE_RUNNER_SECONDS": "1.5", "FAKE_RUNNER_PID_DIR": "{}")", pid_dir)));
   std::vector<std::string> args = RunArgs(spec);
   args.back() = "1";  // --slots 1
   bp::child c(BATCHLAB_BIN, bp::args(Args(args)), bp::std_out > bp::null,
