@@ -45,7 +45,9 @@ def run_runner(runner, model, batch, steps, ranks, threads, tmp):
     subprocess.run(MPIRUN + ["-np", str(ranks), runner, "--config", path], check=True)
     with open(config["metrics_path"]) as f:
         end = [json.loads(line) for line in f][-1]
+    # The benchmark checks its result: the run finished every step and learned something.
     assert end["kind"] == "end" and end["steps"] == steps, end
+    assert end["final_loss"] < 1.5 and end["final_test_accuracy"] > 0.3, end
     return end["samples"] / end["seconds"]
 
 
@@ -58,7 +60,9 @@ def run_baseline(model, batch, steps, ranks, threads, tmp):
                   "--model", model, "--batch", str(batch), "--steps", str(steps),
                   "--threads", str(threads), "--store", store],
         check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["samples_per_second"]
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["final_loss"] < 1.5, result  # the baseline trained too
+    return result["samples_per_second"]
 
 
 def main():

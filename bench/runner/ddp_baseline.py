@@ -99,13 +99,14 @@ def main():
         dist.barrier()
     start = time.perf_counter()
     for i in range(args.steps):
-        step(i + 5)
+        loss = step(i + 5)
     if world > 1:
         dist.barrier()
     seconds = time.perf_counter() - start
     if rank == 0:
         print(json.dumps({"samples_per_second": args.steps * args.batch / seconds,
-                          "steps": args.steps, "seconds": seconds}), flush=True)
+                          "steps": args.steps, "seconds": seconds,
+                          "final_loss": loss}), flush=True)
     if world > 1:
         dist.destroy_process_group()
 

@@ -184,3 +184,45 @@ TEST_F(RunnerBinaryTest, TargetReachedExits3AndNoopExits0) {
 }
 
 }  // namespace
+
+namespace {
+
+// The metrics file of the 2-rank mpirun fixture (tests/runner/CMakeLists.txt passes its path in
+// BATCHLAB_TWO_RANK_METRICS; run alone, without the fixture, the test is skipped).
+TEST(TwoRankRunTest, MetricsOfTheMpirunRunFollowTheProtocol) {
+  const char* path = std::getenv("BATCHLAB_TWO_RANK_METRICS");
+  if (path == nullptr) GTEST_SKIP() << "runs as runner_2ranks_mpi_metrics after the mpirun run";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::vector<json> lines;
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(json::parse(line));
+  ASSERT_GE(lines.size(), 3u);
+  for (size_t i = 0; i < lines.size(); ++i) ASSERT_EQ(lines[i]["seq"], i);
+  EXPECT_EQ(lines.front()["world_size"], 2);
+  EXPECT_EQ(lines.front()["local_batch_size"], 64);
+  EXPECT_EQ(lines.front()["backend"], "mpi");
+  double small = 0, big = 0, comm = 0;
+  int steps = 0;
+  std::vector<int> eval_steps;
+  for (const json& l : lines) {
+    if (l["kind"] == "step") {
+      ++steps;
+      ASSERT_EQ(l["gns_b_small"], 64);  // the local gradient of each rank
+      ASSERT_EQ(l["gns_b_big"], 128);   // the allreduced one
+      small += l["gns_sq_small"].get<double>();
+      big += l["gns_sq_big"].get<double>();
+      comm += l["comm_seconds"].get<double>();
+    }
+    if (l["kind"] == "eval") eval_steps.push_back(l["step"].get<int>());
+  }
+  EXPECT_EQ(steps, 150);
+  EXPECT_EQ(eval_steps, std::vector<int>({50, 100, 150}));
+  EXPECT_GT(small, big);  // averaging two local gradients removes noise: E|g_B|^2 falls with B
+  EXPECT_GT(comm, 0.0);
+  EXPECT_EQ(lines.back()["kind"], "end");
+  EXPECT_EQ(lines.back()["outcome"], "completed");
+  EXPECT_GT(lines.back()["final_test_accuracy"].get<double>(), 0.6);
+}
+
+}  // namespace
