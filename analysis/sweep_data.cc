@@ -124,10 +124,18 @@ std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
 int64_t ModelSizeFromConfig(const std::string& config_json) {
   const nlohmann::json c = nlohmann::json::parse(config_json, nullptr, false);
   if (!c.is_object() || !c.contains("model") || !c["model"].is_object()) return 0;
-  const std::string data = c.value("data", nlohmann::json::object()).value("name", "");
-  if (data != "fashion-mnist") return 0;
+  const nlohmann::json data = c.value("data", nlohmann::json::object());
+  const std::string data_name = data.is_object() ? data.value("name", "") : "";
   const nlohmann::json& model = c["model"];
   const std::string name = model.value("name", "");
+  if (data_name == "synthetic-linear" && name == "logreg") {
+    // One regression output over data.features inputs (default 16), plus a bias unless
+    // model.bias is false (docs/spec.md, runner/datasets/synthetic_linear.h).
+    const int64_t features = data.value("features", int64_t{16});
+    const bool bias = model.value("bias", true);
+    return features + (bias ? 1 : 0);
+  }
+  if (data_name != "fashion-mnist") return 0;
   std::vector<int64_t> widths = {28 * 28};
   if (name == "mlp") {
     if (!model.contains("hidden") || !model["hidden"].is_array()) return 0;

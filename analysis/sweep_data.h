@@ -36,8 +36,9 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
                               const LoadOptions& options);
 
 // Model size in scalars from a resolved config (docs/protocol.md) for the models whose shape the
-// config fixes: "logreg" and "mlp" (with biases) on fashion-mnist / idx 28×28 inputs and 10
-// classes. 0 when unknown (other models or datasets).
+// config fixes: "logreg" and "mlp" (with biases) on fashion-mnist (28×28 inputs, 10 classes),
+// and "logreg" on synthetic-linear (data.features inputs, one output, bias unless model.bias is
+// false). 0 when unknown (other models or datasets): pass --parameters.
 int64_t ModelSizeFromConfig(const std::string& config_json);
 
 }  // namespace batchlab::analysis

@@ -92,6 +92,12 @@ TEST(ModelSizeTest, MlpAndLogregOnFashionMnist) {
   EXPECT_EQ(ModelSizeFromConfig(R"({"data":{"name":"fashion-mnist"},"model":{"name":"logreg"}})"),
             7850);
   EXPECT_EQ(ModelSizeFromConfig(R"({"data":{"name":"csv"},"model":{"name":"logreg"}})"), 0);
+  EXPECT_EQ(ModelSizeFromConfig(
+                R"({"data":{"name":"synthetic-linear","features":16},"model":{"name":"logreg"}})"),
+            17);
+  EXPECT_EQ(ModelSizeFromConfig(R"({"data":{"name":"synthetic-linear"},)"
+                                R"("model":{"name":"logreg","bias":false}})"),
+            16);
   EXPECT_EQ(ModelSizeFromConfig("not json"), 0);
 }
 
