@@ -344,6 +344,11 @@ TEST_F(SweepCliTest, SigintStopsChildrenAndMarksTheirRunsCancelled) {
   // Two 1-rank runs fill both slots (the two 2-rank runs wait).
   ASSERT_TRUE(WaitFor([&] { return PidsIn(pid_dir).size() >= 2; }, 60));
   std::vector<pid_t> pids = PidsIn(pid_dir);
+  // A second orchestrator of the same sweep is refused while the first one runs.
+  CliResult second = Cli(RunArgs(spec));
+  EXPECT_EQ(second.exit_code, 2);
+  EXPECT_NE(second.err.find("another batchlab is running this sweep"), std::string::npos)
+      << second.err;
   kill(c.id(), SIGINT);
   c.wait();
   EXPECT_EQ(c.exit_code(), 1);
