@@ -18,13 +18,28 @@
 
 #include "runner/communicator.h"
 #include "runner/datasets/dataset.h"
+#include "runner/lr_schedule.h"
 #include "runner/metrics_writer.h"
+#include "runner/optimizer_factory.h"
 #include "runner/run_config.h"
 #include "runner/runner_error.h"
 #include "runner/trainer.h"
 
 namespace batchlab::runner {
 namespace {
+
+// What the trainer's constructor would reject, checked without data (for --validate): the LR
+// schedule and the optimizer, on a stand-in parameter. Warmup against the run's true length is
+// only checked by a real run (it needs the dataset size).
+void CheckOptimizerAndSchedule(const RunConfig& config) {
+  const BudgetConfig& b = config.budget;
+  const bool bounded = b.steps > 0 || b.epochs > 0 || b.samples > 0;
+  const int64_t long_run = int64_t{1} << 40;
+  const LrSchedule lr(config.lr, config.batch_size, bounded ? long_run : 0, /*steps_per_epoch=*/1);
+  torch::OrderedDict<std::string, torch::Tensor> params;
+  params.insert("w", torch::zeros({1}, torch::requires_grad()));
+  MakeOptimizer(config.optimizer, params, lr.At(0));
+}
 
 void DumpParameters(const torch::Tensor& flat, const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -53,7 +68,10 @@ int Main(int argc, char** argv, int& rank, int& world) {
   rank = where.rank;
   world = where.world_size;
   RunConfig config = LoadRunConfig(config_path, validate ? 0 : where.world_size);
-  if (validate) return 0;
+  if (validate) {
+    CheckOptimizerAndSchedule(config);
+    return 0;
+  }
 
   torch::set_num_threads(static_cast<int>(config.threads));
   if (config.mode == "noop") {
@@ -93,9 +111,10 @@ int Main(int argc, char** argv, int& rank, int& world) {
     comm = MakeCommunicator(cc, where);
   }
   try {
+    Trainer trainer(config, data, comm.get(), nullptr, rank);  // may still reject the config
     std::unique_ptr<MetricsWriter> metrics;
     if (rank == 0) metrics = MetricsWriter::Open(config.metrics_path);
-    Trainer trainer(config, data, comm.get(), metrics.get(), rank);
+    trainer.set_metrics(metrics.get());
     const Outcome outcome = trainer.Run();
     if (!dump_path.empty()) {
       DumpParameters(trainer.FlatParameters(), dump_path + ".rank" + std::to_string(rank));

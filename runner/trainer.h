@@ -63,6 +63,10 @@ class Trainer {
 
   Outcome Run();
 
+  // Where rank 0 writes its lines (null: nowhere). main() attaches the file only after the
+  // constructor has accepted the config, so a bad config leaves no metrics file behind.
+  void set_metrics(MetricsWriter* metrics) { metrics_ = metrics; }
+
   // All parameters flattened in registration order (float32), for --dump-params and tests.
   torch::Tensor FlatParameters() const;
   // The loss of every step so far (the global batch mean), for tests.

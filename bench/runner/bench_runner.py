@@ -28,7 +28,7 @@ CASES = [  # (model, global batch, steps)
 ]
 
 
-def run_runner(runner, model, batch, steps, ranks, threads, tmp):
+def run_runner(runner, model, batch, steps, ranks, threads, tmp, backend):
     config = {
         "seed": 1, "nodes": ranks, "batch_size": batch,
         "data": {"name": "fashion-mnist"},
@@ -36,7 +36,7 @@ def run_runner(runner, model, batch, steps, ranks, threads, tmp):
         "optimizer": {"name": "momentum", "momentum": 0.9},
         "lr": {"base": 0.05, "base_batch_size": batch, "rule": "none"},
         "budget": {"steps": steps}, "eval": {"every_steps": 0, "subset": 100},
-        "gns": {"every_steps": 0}, "comm": {"backend": "mpi"}, "threads": threads,
+        "gns": {"every_steps": 0}, "comm": {"backend": backend}, "threads": threads,
         "metrics_path": os.path.join(tmp, "metrics.jsonl"),
     }
     path = os.path.join(tmp, "config.json")
@@ -71,18 +71,23 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
-    print(f"{'model':5} {'batch':>5} {'ranks':>5} {'steps':>5} {'runner samples/s':>17} "
-          f"{'pytorch samples/s':>18} {'ratio':>6}")
+    print(f"{'model':5} {'batch':>5} {'ranks':>5} {'steps':>5} {'runner mpi':>11} {'runner gloo':>11} "
+          f"{'pytorch':>9} {'ratio mpi':>9} {'ratio gloo':>10}   (samples/s)")
     with tempfile.TemporaryDirectory() as tmp:
         for model, batch, steps in CASES:
             for ranks in (1, 2):
-                ours, theirs = 0.0, 0.0
-                for _ in range(args.repeat):  # interleaved, so both see the same machine load
-                    ours = max(ours, run_runner(args.runner, model, batch, steps, ranks,
-                                                args.threads, tmp))
+                mpi, gloo, theirs = 0.0, 0.0, 0.0
+                for _ in range(args.repeat):  # interleaved, so all see the same machine load
+                    mpi = max(mpi, run_runner(args.runner, model, batch, steps, ranks,
+                                              args.threads, tmp, "mpi"))
+                    if ranks > 1:
+                        gloo = max(gloo, run_runner(args.runner, model, batch, steps, ranks,
+                                                    args.threads, tmp, "gloo"))
                     theirs = max(theirs, run_baseline(model, batch, steps, ranks, args.threads, tmp))
-                print(f"{model:5} {batch:5d} {ranks:5d} {steps:5d} {ours:17.0f} {theirs:18.0f} "
-                      f"{ours / theirs:6.2f}", flush=True)
+                if ranks == 1:
+                    gloo = mpi  # one rank communicates with nobody: the backend is not used
+                print(f"{model:5} {batch:5d} {ranks:5d} {steps:5d} {mpi:11.0f} {gloo:11.0f} "
+                      f"{theirs:9.0f} {mpi / theirs:9.2f} {gloo / theirs:10.2f}", flush=True)
 
 
 if __name__ == "__main__":

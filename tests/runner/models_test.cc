@@ -72,8 +72,7 @@ TEST(ModelsTest, CnnLearnsAndRejectsPlainRows) {
     FAIL() << "no error";
   } catch (const RunnerError& e) {
     EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_NE(std::string(e.what()).find("model.name: \"cnn\" needs image data"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("model.name: \"cnn\" needs image data"), std::string::npos)
         << e.what();
   }
 }

@@ -147,6 +147,18 @@ TEST_F(RunnerBinaryTest, ConfigErrorsExit2NamingTheJsonPath) {
   c["optimizer"]["name"] = "adagrad";
   EXPECT_EQ(Run(c, "optimizer", "--validate"), 2);
   EXPECT_NE(err_.find("optimizer.name"), std::string::npos) << err_;
+  c = Quickstart();
+  c["optimizer"]["momentum"] = 1.5;  // passes the parser; the optimizer factory rejects it
+  EXPECT_EQ(Run(c, "momentum", "--validate"), 2);
+  EXPECT_NE(err_.find("optimizer.momentum"), std::string::npos) << err_;
+
+  c = Quickstart();  // rejected by the trainer after the data is loaded: still no metrics file
+  c["lr"]["schedule"] = "cosine";
+  c["budget"] = {{"seconds", 5}};
+  EXPECT_EQ(Run(c, "cosine"), 2);
+  EXPECT_NE(err_.find("lr.schedule"), std::string::npos) << err_;
+  EXPECT_FALSE(fs::exists(metrics_));
+
   EXPECT_EQ(Run(Quickstart(), "valid", "--validate"), 0) << err_;
   EXPECT_FALSE(fs::exists(metrics_));  // --validate trains and writes nothing
 }
