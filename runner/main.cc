@@ -41,6 +41,24 @@ void CheckOptimizerAndSchedule(const RunConfig& config) {
   MakeOptimizer(config.optimizer, params, lr.At(0));
 }
 
+// LibTorch multiplies matrices in the system BLAS; Debian's default libblas3 is the reference
+// implementation, which makes training several times slower. Says so once, on rank 0.
+void WarnIfReferenceBlas(int rank) {
+  if (rank != 0) return;
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    // The libblas.so.3 that got loaded: Debian's alternatives put the reference one in .../blas/,
+    // OpenBLAS and BLIS in .../openblas-*/ and .../blis-*/.
+    if (line.find("/blas/libblas.so") != std::string::npos) {
+      std::cerr << "batchlab-runner[rank 0]: warning: LibTorch is using the reference BLAS ("
+                << line.substr(line.find('/')) << "); install libopenblas0-openmp for several "
+                << "times faster training\n";
+      return;
+    }
+  }
+}
+
 void DumpParameters(const torch::Tensor& flat, const std::string& path) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(static_cast<const char*>(flat.data_ptr()),
@@ -74,6 +92,7 @@ int Main(int argc, char** argv, int& rank, int& world) {
   }
 
   torch::set_num_threads(static_cast<int>(config.threads));
+  WarnIfReferenceBlas(rank);
   if (config.mode == "noop") {
     if (rank == 0) {
       std::unique_ptr<MetricsWriter> out = MetricsWriter::Open(config.metrics_path);
