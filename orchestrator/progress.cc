@@ -52,6 +52,7 @@ void ProgressPrinter::Draw(const ProgressCounts& c) {
 
 void ProgressPrinter::Finish() {
   if (live_ && line_open_) {
+    Draw(last_);  // the final counts, even if the last update was rate-limited
     fmt::print(out_, "\n");
     std::fflush(out_);
     line_open_ = false;

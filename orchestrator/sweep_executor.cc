@@ -219,6 +219,7 @@ class Execution {
       ReportProgress(now);
       std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_seconds));
     }
+    ReportProgress(Now());
     if (first_start_ > 0) out_.wall_seconds = last_end_ - first_start_;
     out_.lower_bound_seconds =
         std::max(longest_, out_.busy_slot_seconds / std::max(1, options_.slots));
