@@ -50,7 +50,7 @@ TEST(CliExitCodes, MissingSubcommandIsUsageError) {
 }
 
 TEST(CliExitCodes, UnknownOptionIsUsageError) {
-  Result r = RunBatchlab("sweep --no-such-flag");
+  Result r = RunBatchlab("sweep plan --no-such-flag spec.json");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--no-such-flag"), std::string::npos) << r.output;
 }
