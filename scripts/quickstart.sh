@@ -7,3 +7,4 @@ bash scripts/build.sh
 export PATH="$PWD/build/cli:$PWD/build/runner:$PATH"
 batchlab --db batchlab.db sweep run sweeps/quickstart.json
 batchlab --db batchlab.db results list --sweep quickstart
+batchlab --db batchlab.db report --sweep quickstart --out reports/quickstart
