@@ -42,11 +42,12 @@ class SlurmTest : public ::testing::Test {
     return path;
   }
 
-  std::vector<std::string> RunArgs(const std::string& spec) const {
-    return {"--db",     Db(),         "sweep",
-            "run",      spec,         "--backend",
+  std::vector<std::string> RunArgs(const std::string& spec,
+                                   const std::string& runner = FAKE_RUNNER) const {
+    return {"--db",     Db(),   "sweep",
+            "run",      spec,   "--backend",
             "slurm",    "--runs-dir", dir_.path() + "/runs",
-            "--runner", FAKE_RUNNER,  "--slots",
+            "--runner", runner, "--slots",
             "2"};
   }
 
@@ -125,6 +126,23 @@ TEST_F(SlurmTest, SweepRunsAsSbatchJobsAndReadsStatesBackFromSlurm) {
   EXPECT_EQ(Cli(RunArgs(spec)), 1);
   EXPECT_NE(Err().find("2 of 4 runs already finished; skipped"), std::string::npos) << Err();
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE batch_size = 128 AND attempt = 2"), 2);
+}
+
+TEST_F(SlurmTest, RealRunnerTrainsOneAndTwoRanksInsideTheAllocation) {
+  // The real batchlab-runner on real Fashion-MNIST (a subset), as sbatch -> mpirun jobs.
+  std::string spec = WriteSpec(R"({"name": "slurm-real", "base": {"batch_size": 64,
+      "data": {"name": "fashion-mnist", "samples": 2000, "test_samples": 500},
+      "model": {"name": "mlp", "hidden": [32]}, "lr": {"base": 0.05, "base_batch_size": 64},
+      "budget": {"steps": 20}, "eval": {"every_steps": 10}, "threads": 1},
+      "axes": {"ranks_per_node": [1, 2]},
+      "slurm": {"time_limit_minutes": 5}})");
+  EXPECT_EQ(Cli(RunArgs(spec, REAL_RUNNER)), 0) << Err();
+  EXPECT_EQ(Query("SELECT count(*) FROM run_summary WHERE state = 'completed' AND exit_code = 0 "
+                  "AND steps = 20 AND final_test_accuracy > 0.1"),
+            2);
+  EXPECT_EQ(Query("SELECT count(DISTINCT m.run_id) FROM run_metrics m JOIN run_summary s "
+                  "USING (run_id) WHERE m.name = 'loss' AND s.world_size IN (1, 2)"),
+            2);
 }
 
 TEST_F(SlurmTest, MoreNodesThanThePartitionHasFailsInsteadOfPendingForever) {
