@@ -28,29 +28,11 @@
 #include "analysis/scaling.h"
 #include "results/store.h"
 #include "tests/analysis/noisy_quadratic.h"
+#include "tests/support/temp_dir.h"
 
 namespace batchlab::analysis::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "batchlab-analysis-XXXXXX").string();
-    char* made = mkdtemp(pattern.data());
-    path_ = made != nullptr ? made : pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = ::batchlab::testing::TempDir;
 
 struct SyntheticSweep {
   double s_min = 20, b_noise = 200;

@@ -1,37 +1,17 @@
-// A fresh temporary directory per test, removed afterwards: every results test works on real
-// SQLite files in it.
+// Test files for the results tests: the shared TempDir (tests/support/temp_dir.h) and small
+// whole-file read/write helpers. Every results test works on real SQLite files in a TempDir.
 #ifndef BATCHLAB_TESTS_RESULTS_TEMP_DIR_H_
 #define BATCHLAB_TESTS_RESULTS_TEMP_DIR_H_
 
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 
+#include "tests/support/temp_dir.h"
+
 namespace batchlab::results::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "batchlab-results-XXXXXX").string();
-    char* made = mkdtemp(pattern.data());
-    path_ = made != nullptr ? made : pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = ::batchlab::testing::TempDir;
 
 inline void WriteFile(const std::string& path, const std::string& text, bool append = false) {
   std::ofstream out(path, std::ios::binary | (append ? std::ios::app : std::ios::trunc));
