@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/spec_bounds.h"
+
 namespace batchlab::orchestrator {
 namespace {
 
@@ -15,9 +17,9 @@ enum class Kind { kInt, kNumber, kString, kBool, kIntArray, kObject, kObjectOrNu
 struct Field {
   std::string name;
   Kind kind = Kind::kInt;
-  double min = -std::numeric_limits<double>::infinity();
+  double min = -kMaxSpecNumber;
   bool min_exclusive = false;
-  double max = std::numeric_limits<double>::infinity();
+  double max = kMaxSpecNumber;
   bool max_exclusive = false;
   std::vector<std::string> allowed;  // for kString: the only values accepted
   std::vector<Field> children;       // for kObject / kObjectOrNull
@@ -30,9 +32,11 @@ Field Make(std::string name, Kind kind) {
   f.kind = kind;
   return f;
 }
-Field Int(std::string name, double min, json def = nullptr) {
+Field Int(std::string name, double min, json def = nullptr,
+          double max = static_cast<double>(kMaxSpecInteger)) {
   Field f = Make(std::move(name), Kind::kInt);
   f.min = min;
+  f.max = max;
   f.default_value = std::move(def);
   return f;
 }
@@ -64,6 +68,7 @@ Field Bool(std::string name, json def = nullptr) {
 Field IntArray(std::string name, double min, json def = nullptr) {
   Field f = Make(std::move(name), Kind::kIntArray);
   f.min = min;
+  f.max = static_cast<double>(kMaxSpecInteger);
   f.default_value = std::move(def);
   return f;
 }
@@ -78,10 +83,10 @@ const Field& Root() {
   static const Field root = Obj(
       "",
       {
-          Int("nodes", 1, 1),
-          Int("ranks_per_node", 1, 1),
+          Int("nodes", 1, 1, kMaxNodes),
+          Int("ranks_per_node", 1, 1, kMaxRanksPerNode),
           Int("batch_size", 1),
-          Int("accumulation", 1, 1),
+          Int("accumulation", 1, 1, kMaxAccumulation),
           Obj("data",
               {Enum("name", {"fashion-mnist", "synthetic-linear", "idx", "csv"}, "fashion-mnist"),
                Str("path"), Str("test_path"), Int("label_column", -1),
@@ -107,14 +112,14 @@ const Field& Root() {
           Obj("eval", {Int("every_steps", 0, 0), Int("subset", 0, 0)}),
           Obj("target",
               {Enum("metric", {"test_accuracy", "test_loss", "loss"}),
-               Enum("op", {">=", "<=", ">", "<"}), Num("value", -1e300, false)},
+               Enum("op", {">=", "<=", ">", "<"}), Num("value", -kMaxSpecNumber, false)},
               Kind::kObjectOrNull),
           Obj("comm",
               {Enum("backend", {"mpi", "gloo", "nccl"}, "mpi"), Num("bucket_mb", 0, true, 25),
-               Str("rendezvous"), Int("timeout_seconds", 1, 300)}),
+               Str("rendezvous"), Int("timeout_seconds", 1, 300, kMaxSeconds)}),
           Obj("gns", {Int("every_steps", 0, 1)}),
           Num("divergence_factor", 1, true),
-          Int("threads", 1, 1),
+          Int("threads", 1, 1, kMaxThreads),
           Enum("precision", {"fp32", "bf16", "fp16"}, "fp32"),
           Enum("mode", {"train", "noop"}, "train"),
       });
@@ -141,12 +146,12 @@ std::string Quoted(const std::vector<std::string>& values) {
 }
 
 std::string RangeText(const Field& f) {
-  std::string lo =
-      std::isinf(f.min) ? "" : fmt::format("{} {}", f.min_exclusive ? ">" : ">=", f.min);
-  std::string hi =
-      std::isinf(f.max) ? "" : fmt::format("{} {}", f.max_exclusive ? "<" : "<=", f.max);
-  if (!lo.empty() && !hi.empty()) return lo + " and " + hi;
-  return lo + hi;
+  auto text = [&](double x) {
+    return f.kind == Kind::kNumber ? fmt::format("{}", x)
+                                   : fmt::format("{}", static_cast<long long>(x));
+  };
+  return fmt::format("{} {} and {} {}", f.min_exclusive ? ">" : ">=", text(f.min),
+                     f.max_exclusive ? "<" : "<=", text(f.max));
 }
 
 bool InRange(const Field& f, double v) {
@@ -164,10 +169,10 @@ Status CheckLeafInt(const Field& f, const json& v, const std::string& where) {
     if (f.min == 1) return Invalid(where, v, "is not a positive integer");
     return Invalid(where, v, "is not an integer");
   }
-  if (!InRange(f, static_cast<double>(v.get<long long>()))) {
-    if (f.min == 1) return Invalid(where, v, "is not a positive integer");
-    return Invalid(where, v, "is out of range: must be " + RangeText(f));
-  }
+  // As a double, so an integer beyond int64 (JSON allows it) is out of range, never wrapped.
+  const double x = v.get<double>();
+  if (f.min == 1 && x < 1) return Invalid(where, v, "is not a positive integer");
+  if (!InRange(f, x)) return Invalid(where, v, "is out of range: must be " + RangeText(f));
   return OkStatus();
 }
 

@@ -9,13 +9,12 @@
 
 #include "orchestrator/config_schema.h"
 #include "orchestrator/run_identity.h"
+#include "orchestrator/spec_bounds.h"
 
 namespace batchlab::orchestrator {
 namespace {
 
 using nlohmann::json;
-
-constexpr long long kMaxPointsEnumerated = 2'000'000;
 
 // Objects merge key by key; `budget` and `target` are replaced as a whole; leaves replace.
 void MergeInto(json& dst, const json& src, bool top) {
@@ -45,6 +44,7 @@ json Draw(const RandomParam& p, std::mt19937_64& rng) {
     case RandomParam::Distribution::kLogUniform:
       return std::exp(std::log(p.low) + u * (std::log(p.high) - std::log(p.low)));
     case RandomParam::Distribution::kIntUniform: {
+      // Both ends are valid config values, so |lo|, |hi| <= 2^53 - 1 and hi - lo + 1 fits.
       auto lo = static_cast<long long>(p.low), hi = static_cast<long long>(p.high);
       long long v = lo + static_cast<long long>(std::floor(u * static_cast<double>(hi - lo + 1)));
       return std::min(v, hi);
@@ -274,7 +274,19 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
     }
     const long long nodes = config["nodes"].get<long long>();
     const long long rpn = config["ranks_per_node"].get<long long>();
-    const long long world = nodes * rpn;
+    long long world = 0;
+    if (__builtin_mul_overflow(nodes, rpn, &world) || world > kMaxWorldSize) {
+      return InvalidArgumentError(fmt::format(
+          "{}: world_size = nodes x ranks_per_node = {} x {} is more than {} ranks, the largest "
+          "job batchlab launches (run with {})",
+          SourceOf(p, "nodes"), nodes, rpn, kMaxWorldSize, ParamsText(params)));
+    }
+    if (config.value("mode", "train") == "train" && config["budget"].empty()) {
+      return InvalidArgumentError(fmt::format(
+          "{}: the budget is empty; give at least one of epochs, steps, samples, seconds, e.g. "
+          "{{\"epochs\": 1}} (run with {})",
+          SourceOf(p, "budget"), ParamsText(params)));
+    }
     const long long batch = config["batch_size"].get<long long>();
     const long long accum = config["accumulation"].get<long long>();
     config["world_size"] = world;
@@ -310,10 +322,12 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
     }
     config["run_id"] = run.id;
     run.ordinal = static_cast<int>(plan.runs.size());
+    // Both factors are bounded (spec_bounds.h): at most 2^20 x 2^10 slots, an int.
     run.world_size = static_cast<int>(world);
-    int per_rank = spec.resources.slots_per_rank > 0 ? spec.resources.slots_per_rank
-                                                     : config["threads"].get<int>();
-    run.slots = static_cast<int>(world) * per_rank;
+    const long long per_rank = spec.resources.slots_per_rank > 0
+                                   ? spec.resources.slots_per_rank
+                                   : config["threads"].get<long long>();
+    run.slots = static_cast<int>(world * per_rank);
     run.expected_seconds = ExpectedSeconds(spec, config, static_cast<int>(world));
     run.scaled_lr = ScaledLr(config);
     run.params = std::move(params);

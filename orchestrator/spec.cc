@@ -8,7 +8,10 @@
 #include <fmt/format.h>
 
 #include "orchestrator/config_schema.h"
+#include "orchestrator/json_guard.h"
+#include "orchestrator/launch_options.h"
 #include "orchestrator/run_identity.h"
+#include "orchestrator/spec_bounds.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -38,19 +41,32 @@ Status OnlyKeys(const ordered_json& obj, const std::string& where,
   return OkStatus();
 }
 
-StatusOr<long long> Integer(const ordered_json& v, const std::string& where, long long min) {
-  if (!v.is_number_integer() || v.get<long long>() < min) {
+// An integer in [min, max]; values beyond int64 (JSON allows them) never wrap.
+StatusOr<long long> Integer(const ordered_json& v, const std::string& where, long long min,
+                            long long max = kMaxSpecInteger) {
+  const bool huge =
+      v.is_number_unsigned() && v.get<unsigned long long>() > static_cast<unsigned long long>(max);
+  if (!v.is_number_integer() || (!huge && v.get<long long>() < min)) {
     return Bad(where, fmt::format("{} is not {}", v.dump(),
                                   min == 1   ? "a positive integer"
                                   : min == 0 ? "a non-negative integer"
                                              : fmt::format("an integer >= {}", min)));
   }
+  if (huge || v.get<long long>() > max) {
+    return Bad(where, fmt::format("{} is too large: at most {} (docs/spec.md, \"Bounds\")",
+                                  v.dump(), max));
+  }
   return v.get<long long>();
 }
 
-StatusOr<double> Number(const ordered_json& v, const std::string& where, double min) {
+// A finite number in [min, max].
+StatusOr<double> Number(const ordered_json& v, const std::string& where, double min, double max) {
   if (!v.is_number() || !(v.get<double>() >= min)) {
     return Bad(where, fmt::format("{} is not a number >= {}", v.dump(), min));
+  }
+  if (!(v.get<double>() <= max)) {
+    return Bad(where, fmt::format("{} is too large: at most {} (docs/spec.md, \"Bounds\")",
+                                  v.dump(), max));
   }
   return v.get<double>();
 }
@@ -143,7 +159,8 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
   if (!r.is_object()) return Bad("random", "is not an object {\"count\", \"seed\", \"params\"}");
   BATCHLAB_RETURN_IF_ERROR(OnlyKeys(r, "random", {"count", "seed", "params"}));
   if (!r.contains("count")) return Bad("random.count", "is missing (number of random draws)");
-  BATCHLAB_ASSIGN_OR_RETURN(long long count, Integer(r["count"], "random.count", 1));
+  BATCHLAB_ASSIGN_OR_RETURN(long long count,
+                            Integer(r["count"], "random.count", 1, kMaxPointsEnumerated));
   spec->random.count = static_cast<int>(count);
   if (r.contains("seed")) {
     BATCHLAB_ASSIGN_OR_RETURN(long long seed, Integer(r["seed"], "random.seed", 0));
@@ -185,8 +202,9 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
         return Bad(awhere, "int_uniform bounds must be integers");
       }
       // Both ends must be valid values of the field (e.g. lr.base > 0).
-      json lo = kind == "int_uniform" ? json(arg[0].get<long long>()) : json(p.low);
-      json hi = kind == "int_uniform" ? json(arg[1].get<long long>()) : json(p.high);
+      // (int_uniform ends are checked as written, so a huge one is refused and never wraps.)
+      json lo = kind == "int_uniform" ? json::parse(arg[0].dump()) : json(p.low);
+      json hi = kind == "int_uniform" ? json::parse(arg[1].dump()) : json(p.high);
       BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, lo, awhere + "[0]"));
       BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, hi, awhere + "[1]"));
     } else {
@@ -228,7 +246,7 @@ Status ParseConstraints(const ordered_json& c, Spec* spec) {
       BATCHLAB_ASSIGN_OR_RETURN(k.value_of, String(e["value_of"], where + ".value_of"));
     }
     if (e.contains("scale")) {
-      BATCHLAB_ASSIGN_OR_RETURN(k.scale, Number(e["scale"], where + ".scale", 0));
+      BATCHLAB_ASSIGN_OR_RETURN(k.scale, Number(e["scale"], where + ".scale", 0, kMaxSpecNumber));
     }
     spec->constraints.push_back(std::move(k));
   }
@@ -256,7 +274,12 @@ Status ParseSeeds(const ordered_json& doc, Spec* spec) {
       BATCHLAB_ASSIGN_OR_RETURN(first, Integer(doc["seed"], "seed", 0));
     }
     if (doc.contains("repeats")) {
-      BATCHLAB_ASSIGN_OR_RETURN(repeats, Integer(doc["repeats"], "repeats", 1));
+      BATCHLAB_ASSIGN_OR_RETURN(repeats,
+                                Integer(doc["repeats"], "repeats", 1, kMaxPointsEnumerated));
+    }
+    if (first > kMaxSpecInteger - (repeats - 1)) {
+      return Bad("seed", fmt::format("seeds {} .. {} + {} - 1 go past {}, the largest seed", first,
+                                     first, repeats, kMaxSpecInteger));
     }
     spec->seeds.clear();
     for (long long i = 0; i < repeats; ++i) spec->seeds.push_back(first + i);
@@ -273,26 +296,29 @@ Status ParseResources(const ordered_json& r, Resources* out) {
                                     {"slots_per_rank", "timeout_seconds", "retries",
                                      "retry_backoff_seconds", "expected_seconds"}));
   if (r.contains("slots_per_rank")) {
-    BATCHLAB_ASSIGN_OR_RETURN(long long v,
-                              Integer(r["slots_per_rank"], "resources.slots_per_rank", 1));
+    BATCHLAB_ASSIGN_OR_RETURN(
+        long long v, Integer(r["slots_per_rank"], "resources.slots_per_rank", 1, kMaxThreads));
     out->slots_per_rank = static_cast<int>(v);
   }
   if (r.contains("timeout_seconds")) {
-    BATCHLAB_ASSIGN_OR_RETURN(out->timeout_seconds,
-                              Number(r["timeout_seconds"], "resources.timeout_seconds", 0));
+    BATCHLAB_ASSIGN_OR_RETURN(
+        out->timeout_seconds,
+        Number(r["timeout_seconds"], "resources.timeout_seconds", 0, kMaxSeconds));
   }
   if (r.contains("retries")) {
-    BATCHLAB_ASSIGN_OR_RETURN(long long v, Integer(r["retries"], "resources.retries", 0));
+    BATCHLAB_ASSIGN_OR_RETURN(long long v,
+                              Integer(r["retries"], "resources.retries", 0, kMaxRetries));
     out->retries = static_cast<int>(v);
   }
   if (r.contains("retry_backoff_seconds")) {
     BATCHLAB_ASSIGN_OR_RETURN(
         out->retry_backoff_seconds,
-        Number(r["retry_backoff_seconds"], "resources.retry_backoff_seconds", 0));
+        Number(r["retry_backoff_seconds"], "resources.retry_backoff_seconds", 0, kMaxSeconds));
   }
   if (r.contains("expected_seconds")) {
-    BATCHLAB_ASSIGN_OR_RETURN(out->expected_seconds,
-                              Number(r["expected_seconds"], "resources.expected_seconds", 0));
+    BATCHLAB_ASSIGN_OR_RETURN(
+        out->expected_seconds,
+        Number(r["expected_seconds"], "resources.expected_seconds", 0, kMaxSeconds));
   }
   return OkStatus();
 }
@@ -305,9 +331,11 @@ Status ParseLaunch(const ordered_json& l, LaunchSettings* out) {
     for (auto it = l["env"].begin(); it != l["env"].end(); ++it) {
       BATCHLAB_ASSIGN_OR_RETURN(out->env[it.key()], String(it.value(), "launch.env." + it.key()));
     }
+    BATCHLAB_RETURN_IF_ERROR(CheckEnvironment(out->env, "launch.env"));
   }
   if (l.contains("mpirun_args")) {
     BATCHLAB_ASSIGN_OR_RETURN(out->mpirun_args, StringList(l["mpirun_args"], "launch.mpirun_args"));
+    BATCHLAB_RETURN_IF_ERROR(CheckMpirunArgs(out->mpirun_args, "launch.mpirun_args"));
   }
   return OkStatus();
 }
@@ -320,16 +348,19 @@ Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
     BATCHLAB_ASSIGN_OR_RETURN(out->partition, String(s["partition"], "slurm.partition"));
   }
   if (s.contains("time_limit_minutes")) {
-    BATCHLAB_ASSIGN_OR_RETURN(long long v,
-                              Integer(s["time_limit_minutes"], "slurm.time_limit_minutes", 1));
+    BATCHLAB_ASSIGN_OR_RETURN(
+        long long v,
+        Integer(s["time_limit_minutes"], "slurm.time_limit_minutes", 1, kMaxSlurmMinutes));
     out->time_limit_minutes = static_cast<int>(v);
   }
   if (s.contains("cpus_per_task")) {
-    BATCHLAB_ASSIGN_OR_RETURN(long long v, Integer(s["cpus_per_task"], "slurm.cpus_per_task", 1));
+    BATCHLAB_ASSIGN_OR_RETURN(long long v,
+                              Integer(s["cpus_per_task"], "slurm.cpus_per_task", 1, kMaxThreads));
     out->cpus_per_task = static_cast<int>(v);
   }
   if (s.contains("sbatch_args")) {
     BATCHLAB_ASSIGN_OR_RETURN(out->sbatch_args, StringList(s["sbatch_args"], "slurm.sbatch_args"));
+    BATCHLAB_RETURN_IF_ERROR(CheckSbatchArgs(out->sbatch_args, "slurm.sbatch_args"));
   }
   return OkStatus();
 }
@@ -366,7 +397,8 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
   }
   BATCHLAB_RETURN_IF_ERROR(ParseSeeds(doc, spec));
   if (doc.contains("max_runs")) {
-    BATCHLAB_ASSIGN_OR_RETURN(spec->max_runs, Integer(doc["max_runs"], "max_runs", 1));
+    BATCHLAB_ASSIGN_OR_RETURN(spec->max_runs,
+                              Integer(doc["max_runs"], "max_runs", 1, kMaxPointsEnumerated));
   }
   if (doc.contains("resources")) {
     BATCHLAB_RETURN_IF_ERROR(ParseResources(doc["resources"], &spec->resources));
@@ -388,10 +420,12 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
 }  // namespace
 
 StatusOr<Spec> ParseSpec(const std::string& text, const std::string& source) {
+  Status guard = CheckJsonText(text);
+  if (!guard.ok()) return guard.WithContext(source);
   ordered_json doc;
   try {
     doc = ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     std::string what = e.what();
     auto pos = what.find("parse error");
     return InvalidArgumentError(fmt::format("{}: not valid JSON: {}", source,
@@ -406,6 +440,17 @@ StatusOr<Spec> ParseSpec(const std::string& text, const std::string& source) {
 StatusOr<Spec> LoadSpecFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("{}: cannot read the spec file", path));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) {
+    return InvalidArgumentError(fmt::format("{}: not a regular file", path));
+  }
+  if (static_cast<size_t>(size) > kMaxSpecBytes) {
+    return InvalidArgumentError(
+        fmt::format("{}: (top level): the spec is {} bytes, more than the {} a spec may have", path,
+                    size, kMaxSpecBytes));
+  }
+  in.seekg(0, std::ios::beg);
   std::ostringstream text;
   text << in.rdbuf();
   return ParseSpec(text.str(), path);
