@@ -3,11 +3,14 @@
 
 #include <sqlite3.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 #include <utility>
 
 #include <fmt/core.h>
+
+#include "results/utf8_text.h"
 
 namespace batchlab::results {
 
@@ -15,9 +18,21 @@ bool SqliteOk(int rc) { return rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLI
 
 Status SqliteError(sqlite3* db, int rc, const char* file, int line, std::string_view what) {
   std::string detail = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  std::string message =
-      fmt::format("{} ({}:{}: sqlite {}: {})", what, file, line, sqlite3_errstr(rc), detail);
+  // The source location is for developers only (BATCHLAB_DEBUG=1): users get what was being done
+  // and SQLite's own words, never a path into batchlab's source tree.
+  const char* debug = std::getenv("BATCHLAB_DEBUG");
+  std::string where = debug != nullptr && *debug != '\0' && *debug != '0'
+                          ? fmt::format("{}:{}: ", file, line)
+                          : std::string();
+  std::string message = fmt::format("{} ({}sqlite: {})", what, where, detail);
   switch (rc & 0xff) {
+    case SQLITE_FULL:
+      return UnavailableError(std::move(message) +
+                              "; the disk holding the database is full: free space and run the "
+                              "same command again");
+    case SQLITE_IOERR:
+      return UnavailableError(std::move(message) +
+                              "; the database could not be read or written (disk full or failing?)");
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       return UnavailableError(std::move(message));
@@ -80,6 +95,12 @@ Statement& Statement::BindDouble(int index, double value) {
   return *this;
 }
 Statement& Statement::BindText(int index, std::string_view value) {
+  // Only valid UTF-8 is ever stored as TEXT (utf8_text.h); the common case binds without a copy.
+  std::string escaped;
+  if (!IsValidUtf8Text(value)) {
+    escaped = ValidUtf8Text(value);
+    value = escaped;
+  }
   NoteBind(
       sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
       index);

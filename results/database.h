@@ -1,8 +1,9 @@
 // A small RAII wrapper over one SQLite connection and its prepared statements.
 //
 // Every SQLite call goes through BATCHLAB_SQLITE_CHECK, which turns a failing result code into a
-// Status carrying file:line, the SQLite error name and message, and what was being done. Values
-// are always bound as parameters (never pasted into SQL text).
+// Status carrying what was being done and SQLite's message (plus file:line when BATCHLAB_DEBUG=1;
+// source paths never reach users otherwise). Values are always bound as parameters (never pasted
+// into SQL text), and text is always stored as valid UTF-8 (utf8_text.h).
 //
 // Read-only connections are opened with SQLITE_OPEN_READONLY, so no statement run on them can
 // change the file; every connection gets a busy timeout, so a reader waits for (rather than
@@ -40,8 +41,8 @@ struct sqlite3_stmt;
 namespace batchlab::results {
 
 // The Status for SQLite result code `rc` on connection `db` (may be null), raised at file:line
-// while doing `what`. BUSY/LOCKED map to kUnavailable, NOTADB/CORRUPT to kFailedPrecondition,
-// everything else to kInternal.
+// while doing `what`. BUSY/LOCKED, FULL and IOERR map to kUnavailable (FULL and IOERR with a hint
+// about the disk), NOTADB/CORRUPT to kFailedPrecondition, everything else to kInternal.
 Status SqliteError(sqlite3* db, int rc, const char* file, int line, std::string_view what);
 
 // True for the result codes that mean success: SQLITE_OK, SQLITE_ROW, SQLITE_DONE.

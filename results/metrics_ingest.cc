@@ -2,6 +2,7 @@
 #include "results/metrics_ingest.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -23,7 +24,10 @@ double NowSeconds() {
 std::optional<int64_t> OptInt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
-  return it->is_number_integer() ? it->get<int64_t>() : static_cast<int64_t>(it->get<double>());
+  if (it->is_number_integer()) return it->get<int64_t>();
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || std::fabs(v) >= 9.2e18) return std::nullopt;
+  return static_cast<int64_t>(v);
 }
 
 std::optional<double> OptDouble(const json& j, const char* key) {
@@ -45,12 +49,16 @@ Status MetricsIngester::PrepareStatements() {
   BATCHLAB_ASSIGN_OR_RETURN(select_name_,
                             db_.Prepare("SELECT id FROM metric_names WHERE name = ?"));
   BATCHLAB_ASSIGN_OR_RETURN(
-      load_cursor_, db_.Prepare("SELECT byte_offset, lines, last_seq, saw_end FROM ingest_cursors "
-                                "WHERE run_key = ? AND attempt = ?"));
+      load_cursor_, db_.Prepare("SELECT byte_offset, lines, last_seq, saw_end, anomalies FROM "
+                                "ingest_cursors WHERE run_key = ? AND attempt = ?"));
   BATCHLAB_ASSIGN_OR_RETURN(
       save_cursor_,
       db_.Prepare("INSERT OR REPLACE INTO ingest_cursors(run_key, attempt, byte_offset, lines, "
-                  "last_seq, saw_end) VALUES(?, ?, ?, ?, ?, ?)"));
+                  "last_seq, saw_end, anomalies) VALUES(?, ?, ?, ?, ?, ?, ?)"));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      select_outcome_,
+      db_.Prepare("SELECT outcome FROM runs WHERE run_key = ? AND attempt = ? AND outcome IN "
+                  "('completed', 'target_reached', 'diverged', 'budget_exhausted')"));
   BATCHLAB_ASSIGN_OR_RETURN(insert_event_,
                             db_.Prepare("INSERT INTO events(run_key, attempt, time, kind, message) "
                                         "VALUES(?, ?, ?, ?, ?)"));
@@ -74,6 +82,7 @@ StatusOr<MetricsIngester::Cursor> MetricsIngester::LoadCursor(int64_t run_key, i
     c.lines = load_cursor_.ColumnInt(1);
     c.last_seq = load_cursor_.ColumnInt(2);
     c.saw_end = load_cursor_.ColumnInt(3) != 0;
+    c.anomalies = load_cursor_.ColumnInt(4);
   }
   BATCHLAB_RETURN_IF_ERROR(load_cursor_.Reset());
   return c;
@@ -85,8 +94,17 @@ Status MetricsIngester::SaveCursor(int64_t run_key, int attempt, const Cursor& c
       .BindInt(3, c.byte_offset)
       .BindInt(4, c.lines)
       .BindInt(5, c.last_seq)
-      .BindInt(6, c.saw_end ? 1 : 0);
+      .BindInt(6, c.saw_end ? 1 : 0)
+      .BindInt(7, c.anomalies);
   return save_cursor_.Run();
+}
+
+StatusOr<std::string> MetricsIngester::EndOutcome(const Where& w) {
+  select_outcome_.BindInt(1, w.run_key).BindInt(2, w.attempt);
+  BATCHLAB_ASSIGN_OR_RETURN(bool row, select_outcome_.Step());
+  std::string outcome = row ? select_outcome_.ColumnText(0) : "";
+  BATCHLAB_RETURN_IF_ERROR(select_outcome_.Reset());
+  return outcome;
 }
 
 StatusOr<int64_t> MetricsIngester::NameId(const std::string& name) {
@@ -102,45 +120,87 @@ StatusOr<int64_t> MetricsIngester::NameId(const std::string& name) {
   return id;
 }
 
-Status MetricsIngester::RecordCorrupt(int64_t run_key, int attempt, const std::string& path,
-                                      int64_t line_no, int64_t offset, std::string_view reason,
-                                      std::string_view line) {
-  insert_event_.BindInt(1, run_key)
-      .BindInt(2, attempt)
+Status MetricsIngester::RecordAnomaly(const Where& w, const char* kind,
+                                      const std::string& message, Cursor& c, IngestStats& stats) {
+  ++c.anomalies;
+  ++stats.anomalies;
+  if (c.anomalies > kMaxAnomalyEvents + 1) return OkStatus();
+  const bool last = c.anomalies == kMaxAnomalyEvents + 1;
+  insert_event_.BindInt(1, w.run_key)
+      .BindInt(2, w.attempt)
       .BindDouble(3, NowSeconds())
-      .BindText(4, "corrupt_metrics_line")
-      .BindText(5, fmt::format("{} line {} (byte {}): {}; skipped: {}", path, line_no, offset,
-                               reason, Excerpt(line)));
+      .BindText(4, last ? "anomalies_not_listed" : kind)
+      .BindText(5, last ? fmt::format("{}: more than {} anomalies; the rest are only counted "
+                                      "(ingest_cursors.anomalies)",
+                                      w.path, kMaxAnomalyEvents)
+                        : message);
   return insert_event_.Run();
 }
 
-Status MetricsIngester::StoreLine(int64_t run_key, int attempt, std::string_view line,
-                                  int64_t line_offset, const std::string& path, Cursor& c,
-                                  IngestStats& stats) {
+Status MetricsIngester::StoreLine(const Where& w, std::string_view line, int64_t line_offset,
+                                  Cursor& c, IngestStats& stats) {
   ++stats.lines_read;
   ++c.lines;
+  auto at = [&] { return fmt::format("{} line {} (byte {})", w.path, c.lines, line_offset); };
+  if (line.size() > kMaxLineBytes) {
+    return RecordAnomaly(w, "line_too_long",
+                         fmt::format("{}: {} bytes, over the {} byte limit; skipped: {}", at(),
+                                     line.size(), kMaxLineBytes, Excerpt(line)),
+                         c, stats);
+  }
   if (line.find_first_not_of(" \t\r") == std::string_view::npos) return OkStatus();
   const MetricsLine& m = parser_.Parse(line);
   if (!m.error.empty()) {
     ++stats.corrupt_lines;
-    return RecordCorrupt(run_key, attempt, path, c.lines, line_offset, m.error, line);
+    return RecordAnomaly(w, "corrupt_metrics_line",
+                         fmt::format("{}: {}; skipped: {}", at(), m.error, Excerpt(line)), c,
+                         stats);
   }
   const int64_t seq = m.seq;
   const std::string& kind = m.kind;
+  if (c.saw_end) {
+    BATCHLAB_RETURN_IF_ERROR(RecordAnomaly(
+        w, "line_after_end",
+        fmt::format("{}: a `{}` line (seq {}) after the end line; stored", at(), kind, seq), c,
+        stats));
+  }
+  if (seq <= c.last_seq) {
+    BATCHLAB_RETURN_IF_ERROR(RecordAnomaly(
+        w, "seq_not_increasing",
+        fmt::format("{}: seq {} after seq {}; stored (a (seq, metric) already stored keeps its "
+                    "first value)",
+                    at(), seq, c.last_seq),
+        c, stats));
+  }
+  std::string non_finite;
+  for (size_t i = 0; i < m.num_values; ++i) {
+    if (std::isfinite(m.values[i].second)) continue;
+    non_finite += fmt::format("{}`{}` = {}", non_finite.empty() ? "" : ", ", m.values[i].first,
+                              m.values[i].second);
+  }
+  if (!non_finite.empty() || m.non_finite_tokens) {
+    BATCHLAB_RETURN_IF_ERROR(RecordAnomaly(
+        w, "non_finite_value",
+        fmt::format("{}: seq {} has non-finite values ({}); stored, NaN as NULL", at(), seq,
+                    non_finite.empty() ? "in non-numeric fields" : non_finite),
+        c, stats));
+  }
+  c.last_seq = seq;
+  ++stats.lines_stored;
   if (kind == "end") {
     c.saw_end = true;
     stats.saw_end = true;
   }
-  if (seq <= c.last_seq) return OkStatus();  // stored by an earlier pass
-  c.last_seq = seq;
-  ++stats.lines_stored;
-
-  if (kind == "start" || kind == "end") return StoreStartOrEnd(run_key, attempt, line, kind);
-  return StoreValues(run_key, attempt, m, stats);
+  if (kind == "start" || kind == "end") {
+    return StoreStartOrEnd(w, m.non_finite_tokens ? std::string_view(m.as_json) : line, kind);
+  }
+  return StoreValues(w, m, stats);
 }
 
-Status MetricsIngester::StoreStartOrEnd(int64_t run_key, int attempt, std::string_view line,
+Status MetricsIngester::StoreStartOrEnd(const Where& w, std::string_view line,
                                         const std::string& kind) {
+  const int64_t run_key = w.run_key;
+  const int attempt = w.attempt;
   const json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (kind == "start") {
     auto host = j.find("host");
@@ -176,8 +236,7 @@ Status MetricsIngester::StoreStartOrEnd(int64_t run_key, int attempt, std::strin
 
 // step, eval (and any future kind): every numeric field but seq and step is a metric value,
 // stored with one multi-row INSERT per line.
-Status MetricsIngester::StoreValues(int64_t run_key, int attempt, const MetricsLine& m,
-                                    IngestStats& stats) {
+Status MetricsIngester::StoreValues(const Where& w, const MetricsLine& m, IngestStats& stats) {
   size_t done = 0;
   while (done < m.num_values) {
     const size_t n = std::min(m.num_values - done, kMaxRowsPerInsert);
@@ -185,8 +244,8 @@ Status MetricsIngester::StoreValues(int64_t run_key, int attempt, const MetricsL
     int p = 1;
     for (size_t i = done; i < done + n; ++i) {
       BATCHLAB_ASSIGN_OR_RETURN(int64_t name_id, NameId(m.values[i].first));
-      insert->BindInt(p, run_key)
-          .BindInt(p + 1, attempt)
+      insert->BindInt(p, w.run_key)
+          .BindInt(p + 1, w.attempt)
           .BindInt(p + 2, m.seq)
           .BindInt(p + 3, name_id)
           .BindOptionalInt(p + 4, m.step)
@@ -212,13 +271,17 @@ StatusOr<Statement*> MetricsIngester::InsertRows(size_t n) {
 }
 
 StatusOr<IngestStats> MetricsIngester::Ingest(int64_t run_key, int attempt,
-                                              const std::string& path) {
+                                              const std::string& path, IngestPass pass) {
   BATCHLAB_RETURN_IF_ERROR(PrepareStatements());
+  const Where w{run_key, attempt, path};
   IngestStats stats;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     BATCHLAB_ASSIGN_OR_RETURN(Cursor c, LoadCursor(run_key, attempt));
     stats.saw_end = c.saw_end;
+    if (c.saw_end) {
+      BATCHLAB_ASSIGN_OR_RETURN(stats.end_outcome, EndOutcome(w));
+    }
     return stats;  // the runner has not written anything yet
   }
   const auto size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
@@ -239,47 +302,96 @@ StatusOr<IngestStats> MetricsIngester::Ingest(int64_t run_key, int attempt,
                                  "reading it again from the start, storing only unseen rows",
                                  path, size, c.byte_offset));
     BATCHLAB_RETURN_IF_ERROR(insert_event_.Run());
+    const int64_t anomalies = c.anomalies;
     c = Cursor{};
+    c.anomalies = anomalies;
   }
   in.seekg(c.byte_offset);
+
+  int lines_in_tx = 0;
+  // Commits every kBatchLines lines, so a long file is stored in bounded transactions.
+  auto line_done = [&]() -> Status {
+    if (++lines_in_tx < kBatchLines) return OkStatus();
+    BATCHLAB_RETURN_IF_ERROR(SaveCursor(run_key, attempt, c));
+    BATCHLAB_RETURN_IF_ERROR(tx->Commit());
+    tx.reset();
+    BATCHLAB_ASSIGN_OR_RETURN(auto next, Transaction::Begin(db_));
+    tx.emplace(std::move(next));
+    lines_in_tx = 0;
+    return OkStatus();
+  };
+  // A line longer than kMaxLineBytes is never held in memory: its bytes are counted, skipped.
+  bool skipping = false;
+  int64_t skipped = 0;
+  std::string skipped_head;
+  auto skip_done = [&](const char* how) -> Status {
+    ++stats.lines_read;
+    ++c.lines;
+    BATCHLAB_RETURN_IF_ERROR(RecordAnomaly(
+        w, "line_too_long",
+        fmt::format("{} line {} (byte {}): {} bytes{}, over the {} byte limit; skipped: {}", path,
+                    c.lines, c.byte_offset, skipped, how, kMaxLineBytes, skipped_head),
+        c, stats));
+    c.byte_offset += skipped;
+    skipping = false;
+    return line_done();
+  };
 
   // Read in chunks; `pending` holds the bytes after the last newline seen so far.
   std::string pending;
   std::string chunk(1 << 20, '\0');
-  int lines_in_tx = 0;
   Status status;
   while (status.ok() && in) {
     in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
     const std::streamsize got = in.gcount();
     if (got <= 0) break;
-    pending.append(chunk.data(), static_cast<size_t>(got));
+    std::string_view data(chunk.data(), static_cast<size_t>(got));
+    if (skipping) {
+      const size_t nl = data.find('\n');
+      skipped += static_cast<int64_t>(nl == std::string_view::npos ? data.size() : nl + 1);
+      if (nl == std::string_view::npos) continue;
+      status = skip_done("");
+      data.remove_prefix(nl + 1);
+    }
+    pending.append(data);
     size_t start = 0;
-    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+    for (size_t nl; status.ok() && (nl = pending.find('\n', start)) != std::string::npos;
+         start = nl + 1) {
       std::string_view line(pending.data() + start, nl - start);
-      status = StoreLine(run_key, attempt, line, c.byte_offset, path, c, stats);
+      status = StoreLine(w, line, c.byte_offset, c, stats);
       if (!status.ok()) break;
       c.byte_offset += static_cast<int64_t>(nl - start + 1);
-      if (++lines_in_tx >= kBatchLines) {
-        status = SaveCursor(run_key, attempt, c);
-        if (status.ok()) status = tx->Commit();
-        if (!status.ok()) break;
-        tx.reset();
-        auto next = Transaction::Begin(db_);
-        if (!next.ok()) {
-          status = next.status();
-          break;
-        }
-        tx.emplace(std::move(*next));
-        lines_in_tx = 0;
-      }
+      status = line_done();
     }
     pending.erase(0, start);
+    if (pending.size() > kMaxLineBytes) {
+      skipping = true;
+      skipped = static_cast<int64_t>(pending.size());
+      skipped_head = std::string(Excerpt(pending));
+      pending.clear();
+    }
+  }
+  // The writer is gone: a last line without its newline will never be completed.
+  if (status.ok() && pass == IngestPass::kFinal && skipping) {
+    status = skip_done(" without a newline at the end of the file");
+  } else if (status.ok() && pass == IngestPass::kFinal && !pending.empty()) {
+    status = RecordAnomaly(w, "truncated_line",
+                           fmt::format("{} line {} (byte {}): the last line has no newline (its "
+                                       "writer stopped mid-line); read as it is: {}",
+                                       path, c.lines + 1, c.byte_offset, Excerpt(pending)),
+                           c, stats);
+    if (status.ok()) status = StoreLine(w, pending, c.byte_offset, c, stats);
+    c.byte_offset += static_cast<int64_t>(pending.size());
   }
   if (status.ok()) status = SaveCursor(run_key, attempt, c);
   if (status.ok() && tx) status = tx->Commit();
   if (!status.ok()) {
     name_ids_.clear();  // ids from a rolled-back transaction must not be reused
     return status.WithContext(fmt::format("ingesting {}", path));
+  }
+  if (c.saw_end) {
+    stats.saw_end = true;
+    BATCHLAB_ASSIGN_OR_RETURN(stats.end_outcome, EndOutcome(w));
   }
   return stats;
 }

@@ -1,6 +1,13 @@
 // SAX parsing of one metrics line; see metrics_line.h.
 #include "results/metrics_line.h"
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 namespace batchlab::results {
@@ -9,9 +16,86 @@ namespace {
 using json = nlohmann::json;
 
 // Collects the top-level fields of one JSON object into a MetricsLine.
+// A bare non-finite token becomes the JSON string "\u0001<token>" for a second parse.
+constexpr char kNonFiniteMark = '\x01';
+
+double NonFiniteValue(const std::string& marked) {
+  const bool negative = marked.size() > 1 && marked[1] == '-';
+  const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(marked.back())));
+  if (c == 'n') return std::numeric_limits<double>::quiet_NaN();  // "nan"
+  return negative ? -std::numeric_limits<double>::infinity()
+                  : std::numeric_limits<double>::infinity();
+}
+
+bool IsNonFiniteWord(std::string_view w) {
+  std::string lower;
+  for (char c : w) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!lower.empty() && (lower[0] == '-' || lower[0] == '+')) lower.erase(0, 1);
+  return lower == "nan" || lower == "inf" || lower == "infinity";
+}
+
+// `line` with every bare NaN/Infinity/inf token (outside strings) as a marked JSON string, or
+// nullopt if it has none.
+std::optional<std::string> MarkNonFiniteTokens(std::string_view line) {
+  std::string out;
+  bool in_string = false, changed = false;
+  for (size_t i = 0; i < line.size();) {
+    const char c = line[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < line.size()) {
+        out += line[i + 1];
+        i += 2;
+        continue;
+      }
+      if (c == '"') in_string = false;
+      ++i;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      ++i;
+      continue;
+    }
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '-' && i + 1 < line.size() && std::isdigit(static_cast<unsigned char>(line[i + 1])))) {
+      // A number too large for a double (1e999) is infinite, as strtod reads it.
+      size_t j = i + 1;
+      while (j < line.size() && std::strchr("0123456789eE+-.", line[j]) != nullptr) ++j;
+      const std::string number(line.substr(i, j - i));
+      if (std::isinf(std::strtod(number.c_str(), nullptr))) {
+        out += c == '-' ? "\"\\u0001-inf\"" : "\"\\u0001inf\"";
+        changed = true;
+      } else {
+        out += number;
+      }
+      i = j;
+      continue;
+    }
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '-' || c == '+') {
+      size_t j = i + 1;
+      while (j < line.size() && std::isalpha(static_cast<unsigned char>(line[j]))) ++j;
+      const std::string_view word = line.substr(i, j - i);
+      if (IsNonFiniteWord(word)) {
+        out += "\"\\u0001";  // kNonFiniteMark, escaped as JSON requires
+        out.append(word);
+        out += '"';
+        changed = true;
+        i = j;
+        continue;
+      }
+    }
+    out += c;
+    ++i;
+  }
+  if (!changed) return std::nullopt;
+  return out;
+}
+
 class LineHandler : public nlohmann::json_sax<json> {
  public:
-  explicit LineHandler(MetricsLine& out) : out_(out) {}
+  LineHandler(MetricsLine& out, bool marks_allowed) : out_(out), marks_allowed_(marks_allowed) {}
 
   bool null() override { return true; }
   bool boolean(bool) override { return true; }
@@ -23,6 +107,9 @@ class LineHandler : public nlohmann::json_sax<json> {
   }
   bool number_float(number_float_t v, const string_t&) override { return Number(v, std::nullopt); }
   bool string(string_t& v) override {
+    if (depth_ == 1 && !v.empty() && v[0] == kNonFiniteMark && marks_allowed_) {
+      return Number(NonFiniteValue(v), std::nullopt);
+    }
     if (depth_ == 1 && key_ == "kind") {
       out_.kind.assign(v);
       has_kind_ = true;
@@ -81,7 +168,12 @@ class LineHandler : public nlohmann::json_sax<json> {
       return true;
     }
     if (key_ == "step") {
-      out_.step = as_int ? as_int : std::optional<int64_t>(static_cast<int64_t>(v));
+      // A fractional step is truncated; one no int64 can hold (or NaN) is no step at all.
+      if (as_int) {
+        out_.step = as_int;
+      } else if (std::isfinite(v) && std::fabs(v) < 9.2e18) {
+        out_.step = static_cast<int64_t>(v);
+      }
       return true;
     }
     if (out_.num_values == out_.values.size()) out_.values.emplace_back();
@@ -92,10 +184,22 @@ class LineHandler : public nlohmann::json_sax<json> {
   }
 
   MetricsLine& out_;
+  bool marks_allowed_;
   std::string key_;
   int depth_ = 0;
   bool seen_root_ = false, not_object_ = false, has_kind_ = false, has_seq_ = false;
 };
+
+// Sets out.error if a parsed line lacks what every record has.
+void CheckRecord(const LineHandler& handler, MetricsLine& out) {
+  if (!handler.seen_root()) {
+    out.error = "not a JSON object";  // a string, null or boolean on its own
+  } else if (!handler.has_seq()) {
+    out.error = "field `seq` is missing or not an integer";
+  } else if (!handler.has_kind()) {
+    out.error = "field `kind` is missing or not a string";
+  }
+}
 
 }  // namespace
 
@@ -105,17 +209,30 @@ const MetricsLine& MetricsLineParser::Parse(std::string_view line) {
   line_.kind.clear();
   line_.step.reset();
   line_.num_values = 0;
-  LineHandler handler(line_);
-  const bool ok = json::sax_parse(line.begin(), line.end(), &handler);
+  line_.non_finite_tokens = false;
+  line_.as_json.clear();
+  LineHandler handler(line_, /*marks_allowed=*/false);
+  bool ok = json::sax_parse(line.begin(), line.end(), &handler);
+  if (!ok && !handler.top_level_not_object()) {
+    if (std::optional<std::string> marked = MarkNonFiniteTokens(line)) {
+      line_.seq = -1;
+      line_.kind.clear();
+      line_.step.reset();
+      line_.num_values = 0;
+      LineHandler lenient(line_, /*marks_allowed=*/true);
+      if (json::sax_parse(marked->begin(), marked->end(), &lenient)) {
+        line_.non_finite_tokens = true;
+        line_.as_json = std::move(*marked);
+        CheckRecord(lenient, line_);
+        return line_;
+      }
+    }
+  }
   if (!ok) {
     line_.error = handler.top_level_not_object() ? "not a JSON object" : "not valid JSON";
-  } else if (!handler.seen_root()) {
-    line_.error = "not a JSON object";  // a string, null or boolean on its own
-  } else if (!handler.has_seq()) {
-    line_.error = "field `seq` is missing or not an integer";
-  } else if (!handler.has_kind()) {
-    line_.error = "field `kind` is missing or not a string";
+    return line_;
   }
+  CheckRecord(handler, line_);
   return line_;
 }
 

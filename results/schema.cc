@@ -152,8 +152,24 @@ JOIN sweeps s ON s.id = b.sweep_id
 WHERE b.rank_in_batch = 1;
 )sql";
 
+// ---- v5: the database's identity (attempt folders carry it), every attempt's folder, and a
+// count of metrics-file anomalies per attempt (events beyond the first ones are only counted). ----
+constexpr const char* kV4ToV5 = R"sql(
+CREATE TABLE database_info(
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL) WITHOUT ROWID;
+INSERT INTO database_info(key, value) VALUES('id', lower(hex(randomblob(8))));
+CREATE TABLE attempts(
+  run_key INTEGER NOT NULL REFERENCES runs(run_key),
+  attempt INTEGER NOT NULL,
+  dir TEXT NOT NULL,
+  started_at REAL NOT NULL,
+  PRIMARY KEY(run_key, attempt)) WITHOUT ROWID;
+ALTER TABLE ingest_cursors ADD COLUMN anomalies INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // kMigrations[v]: v -> v+1.
-const char* const kMigrations[] = {nullptr, kV1ToV2, kV2ToV3, kV3ToV4};
+const char* const kMigrations[] = {nullptr, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5};
 
 Status ApplyMigrations(Database& db, int from, int to) {
   for (int v = from; v < to; ++v) {
@@ -217,6 +233,7 @@ const char* SchemaDdl(int version) {
   static const std::string v2 = v1 + kV1ToV2;
   static const std::string v3 = v2 + kV2ToV3;
   static const std::string v4 = v3 + kV3ToV4;
+  static const std::string v5 = v4 + kV4ToV5;
   switch (version) {
     case 1:
       return v1.c_str();
@@ -226,6 +243,8 @@ const char* SchemaDdl(int version) {
       return v3.c_str();
     case 4:
       return v4.c_str();
+    case 5:
+      return v5.c_str();
     default:
       return nullptr;
   }

@@ -12,6 +12,7 @@
 #include "results/database.h"
 #include "results/metrics_ingest.h"
 #include "results/schema.h"
+#include "results/writer_lock.h"
 
 namespace batchlab::results {
 namespace {
@@ -84,7 +85,10 @@ void BindJson(Statement& st, int index, const json& v) {
 
 class SqliteStore final : public Store {
  public:
-  explicit SqliteStore(std::unique_ptr<Database> db) : db_(std::move(db)), ingester_(*db_) {}
+  SqliteStore(WriterLock lock, std::unique_ptr<Database> db, std::string id)
+      : lock_(std::move(lock)), db_(std::move(db)), ingester_(*db_), id_(std::move(id)) {}
+
+  const std::string& database_id() const override { return id_; }
 
   StatusOr<std::optional<SweepRecord>> LatestSweep(const std::string& name) override {
     BATCHLAB_ASSIGN_OR_RETURN(
@@ -224,6 +228,15 @@ class SqliteStore final : public Store {
   }
 
   Status Transition(const std::string& run_id, RunState to, const RunOutcome& outcome) override {
+    return DoTransition(run_id, to, outcome, "");
+  }
+
+  Status StartAttempt(const std::string& run_id, const std::string& attempt_dir) override {
+    return DoTransition(run_id, RunState::kRunning, {}, attempt_dir);
+  }
+
+  Status DoTransition(const std::string& run_id, RunState to, const RunOutcome& outcome,
+                      const std::string& attempt_dir) {
     BATCHLAB_ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
     BATCHLAB_ASSIGN_OR_RETURN(
         Statement q, db_->Prepare("SELECT run_key, state, attempt FROM runs WHERE id = ?"));
@@ -261,6 +274,13 @@ class SqliteStore final : public Store {
       u.BindText(1, RunStateName(to)).BindInt(2, run_key);
     }
     BATCHLAB_RETURN_IF_ERROR(u.Run());
+    if (to == RunState::kRunning && !attempt_dir.empty()) {
+      BATCHLAB_ASSIGN_OR_RETURN(
+          Statement a, db_->Prepare("INSERT OR REPLACE INTO attempts(run_key, attempt, dir, "
+                                    "started_at) VALUES(?, ?, ?, ?)"));
+      a.BindInt(1, run_key).BindInt(2, attempt).BindText(3, attempt_dir).BindDouble(4, now);
+      BATCHLAB_RETURN_IF_ERROR(a.Run());
+    }
     BATCHLAB_ASSIGN_OR_RETURN(
         Statement e, db_->Prepare("INSERT INTO events(run_key, attempt, time, kind, from_state, "
                                   "to_state, message) VALUES(?, ?, ?, 'transition', ?, ?, ?)"));
@@ -273,10 +293,21 @@ class SqliteStore final : public Store {
     return tx.Commit();
   }
 
+  StatusOr<std::optional<std::string>> AttemptDir(const std::string& run_id,
+                                                  int attempt) override {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement q, db_->Prepare("SELECT a.dir FROM attempts a JOIN runs r USING (run_key) "
+                                  "WHERE r.id = ? AND a.attempt = ?"));
+    q.BindText(1, run_id).BindInt(2, attempt);
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return std::optional<std::string>();
+    return std::optional<std::string>(q.ColumnText(0));
+  }
+
   StatusOr<IngestStats> IngestMetrics(const std::string& run_id, int attempt,
-                                      const std::string& path) override {
+                                      const std::string& path, IngestPass pass) override {
     BATCHLAB_ASSIGN_OR_RETURN(int64_t run_key, RunKey(run_id));
-    return ingester_.Ingest(run_key, attempt, path);
+    return ingester_.Ingest(run_key, attempt, path, pass);
   }
 
   Status RecordEvent(const std::string& run_id, const std::string& kind,
@@ -299,8 +330,10 @@ class SqliteStore final : public Store {
     return q.ColumnInt(0);
   }
 
+  WriterLock lock_;  // held as long as the store is open
   std::unique_ptr<Database> db_;
   MetricsIngester ingester_;
+  std::string id_;
 };
 
 }  // namespace
@@ -329,8 +362,15 @@ bool IsFinished(RunState s) {
 }
 
 StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  BATCHLAB_ASSIGN_OR_RETURN(WriterLock lock, WriterLock::Acquire(path));
   BATCHLAB_ASSIGN_OR_RETURN(auto db, OpenForWriting(path));
-  return std::unique_ptr<Store>(std::make_unique<SqliteStore>(std::move(db)));
+  BATCHLAB_ASSIGN_OR_RETURN(Statement q,
+                            db->Prepare("SELECT value FROM database_info WHERE key = 'id'"));
+  BATCHLAB_ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return FailedPreconditionError(fmt::format("{} has no database id", path));
+  std::string id = q.ColumnText(0);
+  return std::unique_ptr<Store>(
+      std::make_unique<SqliteStore>(std::move(lock), std::move(db), std::move(id)));
 }
 
 }  // namespace batchlab::results

@@ -76,15 +76,27 @@ struct IngestStats {
   int64_t lines_stored = 0;    // lines not seen before
   int64_t values_stored = 0;   // metric values inserted
   int64_t corrupt_lines = 0;   // recorded as events, skipped
+  int64_t anomalies = 0;       // lines recorded as anomaly events in this pass (corrupt included)
   bool saw_end = false;        // the file holds the runner's `end` line
+  std::string end_outcome;     // its `outcome` (any pass), when it names a finished state
 };
+
+// A live pass leaves a last line without its newline for the next pass (it may still be being
+// written); the final pass, once the attempt's processes are gone, consumes it as truncated.
+enum class IngestPass { kLive, kFinal };
 
 class Store {
  public:
   // Opens (creating if absent) the database for writing; creates or migrates the schema.
-  // Refuses a database from a newer batchlab or a file that is not a batchlab database.
+  // Refuses a database from a newer batchlab or a file that is not a batchlab database, and a
+  // database another process is writing (the single-writer lock, writer_lock.h), before
+  // touching the file.
   static StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   virtual ~Store() = default;
+
+  // 16 hex digits, random, made when the database was created (or migrated to v5); attempt
+  // folders carry it so that databases sharing a runs folder never touch each other's.
+  virtual const std::string& database_id() const = 0;
 
   // Sweeps: the latest version under a name, a specific version, or a new version.
   virtual StatusOr<std::optional<SweepRecord>> LatestSweep(const std::string& name) = 0;
@@ -100,10 +112,21 @@ class Store {
   // the end time and the outcome.
   virtual Status Transition(const std::string& run_id, RunState to, const RunOutcome& outcome) = 0;
 
+  // Transition to kRunning that also records the new attempt's folder (in the same transaction).
+  virtual Status StartAttempt(const std::string& run_id, const std::string& attempt_dir) = 0;
+
+  // The folder recorded for (run, attempt) when it started; nullopt for attempts started before
+  // schema v5 (or never).
+  virtual StatusOr<std::optional<std::string>> AttemptDir(const std::string& run_id,
+                                                          int attempt) = 0;
+
   // Reads the metrics file of (run, attempt) and stores each complete line exactly once
-  // (idempotent on run, attempt, seq); the `end` line fills the run's summary columns.
+  // (idempotent on run, attempt, seq); the `end` line fills the run's summary columns. Every
+  // anomaly (corrupt line, seq not increasing, non-finite value, oversized or truncated line,
+  // lines after the end line) becomes an event; none hides a later line (metrics_ingest.h).
   virtual StatusOr<IngestStats> IngestMetrics(const std::string& run_id, int attempt,
-                                              const std::string& path) = 0;
+                                              const std::string& path,
+                                              IngestPass pass = IngestPass::kLive) = 0;
 
   // Appends a free-form event (retry, error, cancel) to a run's history.
   virtual Status RecordEvent(const std::string& run_id, const std::string& kind,

@@ -15,8 +15,10 @@
 #include <thread>
 
 #include "results/database.h"
+#include "results/metrics_ingest.h"
 #include "results/schema.h"
 #include "results/store.h"
+#include "results/utf8_text.h"
 #include "tests/results/temp_dir.h"
 
 namespace batchlab::results {
@@ -173,6 +175,135 @@ TEST_F(IngestTest, MissingFileHoldsNothingYetAndReplacedFileIsReread) {
   EXPECT_EQ(after.values_stored, 0);
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'metrics_file_rewound'"), 1);
   EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 9);
+}
+
+// ---- Metrics files are untrusted: every anomaly is an event and none hides the end line. ----
+
+std::string EndLine(int seq, const std::string& outcome = "completed") {
+  return fmt::format(
+      "{{\"seq\":{},\"kind\":\"end\",\"outcome\":\"{}\",\"steps\":9,\"samples\":576}}\n", seq,
+      outcome);
+}
+
+TEST_F(IngestTest, SeqJumpingAheadThenLowerKeepsEveryLineAndTheEndLine) {
+  // seq 1000 out of nowhere, then the writer goes on from 3: before the fix lines 3.. and the end
+  // line were dropped silently and the run showed no outcome.
+  WriteFile(metrics_, StepLine(1, 1, 2.0) + StepLine(2, 2, 1.9) + StepLine(1000, 3, 1.8) +
+                          StepLine(3, 4, 1.7) + StepLine(4, 5, 1.6) + EndLine(5));
+  IngestStats s = Ingest();
+  EXPECT_EQ(s.lines_stored, 6);
+  EXPECT_TRUE(s.saw_end);
+  EXPECT_EQ(s.end_outcome, "completed");
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss'"), 5);
+  EXPECT_EQ(Count("SELECT steps FROM runs WHERE id = 'run1' AND outcome = 'completed'"), 9);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'seq_not_increasing' AND "
+                  "message LIKE '%seq 3 after seq 1000%'"),
+            1);
+}
+
+TEST_F(IngestTest, SeqGoingBackwardsAndEndLineWithLowSeqAreEventsNotDrops) {
+  WriteFile(metrics_, StepLine(5, 1, 2.0) + StepLine(6, 2, 1.9) + StepLine(6, 3, 1.8) +
+                          StepLine(2, 4, 1.7) + EndLine(1, "target_reached"));
+  IngestStats s = Ingest();
+  EXPECT_EQ(s.end_outcome, "target_reached");
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE outcome = 'target_reached'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'seq_not_increasing'"), 3);
+  // The repeated seq 6 keeps its first values; seq 2 is new and stored.
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss' AND seq = 6 AND "
+                  "value = 1.9"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss' AND seq = 2"), 1);
+  Ingest();  // re-reading adds no second round of events
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'seq_not_increasing'"), 3);
+}
+
+TEST_F(IngestTest, BinaryGarbageIsStoredAsValidUtf8) {
+  const std::string garbage("\xff\xfe\x00\x01" "binary\xc3\x28 \xed\xa0\x80 ok\n", 20);
+  WriteFile(metrics_, StepLine(0, 1, 2.0) + garbage + EndLine(1));
+  IngestStats s = Ingest();
+  EXPECT_EQ(s.corrupt_lines, 1);
+  EXPECT_TRUE(s.saw_end);
+  auto db = OpenReadOnly(db_path_);
+  ASSERT_TRUE(db.ok());
+  auto st = (*db)->Prepare("SELECT message FROM events WHERE kind = 'corrupt_metrics_line'");
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(*st->Step());
+  const std::string message = st->ColumnText(0);
+  EXPECT_TRUE(IsValidUtf8Text(message)) << message;
+  EXPECT_NE(message.find("\\xff\\xfe\\x00\x01" "binary\\xc3("), std::string::npos) << message;
+  // Every text value in the database is valid UTF-8 by SQLite's own reading.
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE message != CAST(CAST(message AS BLOB) AS "
+                  "TEXT) OR instr(message, char(0)) > 0"),
+            0);
+}
+
+TEST_F(IngestTest, NonFiniteValuesAreStoredAndRecorded) {
+  WriteFile(metrics_, StepLine(0, 1, 2.0) +
+                          "{\"seq\":1,\"kind\":\"step\",\"step\":2,\"loss\":NaN,\"lr\":0.1}\n" +
+                          "{\"seq\":2,\"kind\":\"step\",\"step\":3,\"loss\":-Infinity}\n" +
+                          "{\"seq\":3,\"kind\":\"step\",\"step\":4,\"loss\":1e999}\n" +
+                          "{\"seq\":4,\"kind\":\"end\",\"outcome\":\"diverged\","
+                          "\"final_test_loss\":NaN,\"steps\":4}\n");
+  IngestStats s = Ingest();
+  EXPECT_EQ(s.corrupt_lines, 0);
+  EXPECT_EQ(s.end_outcome, "diverged");
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'non_finite_value'"), 4);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss' AND seq = 1 AND "
+                  "value IS NULL"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'lr' AND seq = 1"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss' AND seq = 2 AND "
+                  "value < -1e308"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE outcome = 'diverged' AND steps = 4 AND "
+                  "final_test_loss IS NULL"),
+            1);
+}
+
+TEST_F(IngestTest, HugeLineIsSkippedWithoutHidingTheEndLine) {
+  const std::string huge = "{\"seq\":1,\"kind\":\"step\",\"note\":\"" +
+                           std::string(3 * MetricsIngester::kMaxLineBytes, 'x') + "\"}\n";
+  WriteFile(metrics_, StepLine(0, 1, 2.0) + huge + StepLine(2, 2, 1.9) + EndLine(3));
+  IngestStats s = Ingest();
+  EXPECT_TRUE(s.saw_end);
+  EXPECT_EQ(s.lines_read, 4);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'loss'"), 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'line_too_long' AND message LIKE "
+                  "'%line 2 %'"),
+            1);
+  EXPECT_LT(Count("SELECT max(length(message)) FROM events"), 1000);  // an excerpt only
+}
+
+TEST_F(IngestTest, FinalPassConsumesATruncatedLastLine) {
+  WriteFile(metrics_, StepLine(0, 1, 2.0) + "{\"seq\":1,\"kind\":\"st");
+  EXPECT_EQ(Ingest().anomalies, 0);  // live: it may still be being written
+  auto final_pass = store_->IngestMetrics("run1", 1, metrics_, IngestPass::kFinal);
+  ASSERT_TRUE(final_pass.ok()) << final_pass.status().message();
+  EXPECT_EQ(final_pass->anomalies, 2);  // truncated, and then not a valid record
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'truncated_line'"), 1);
+  // An end line whose newline never came is still the end line.
+  WriteFile(metrics_, EndLine(2).substr(0, EndLine(2).size() - 1), /*append=*/true);
+  auto again = store_->IngestMetrics("run1", 1, metrics_, IngestPass::kFinal);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->end_outcome, "completed");
+}
+
+TEST_F(IngestTest, LinesAfterTheEndLineAreEventsAndAFloodIsOnlyCounted) {
+  std::string text = EndLine(0);
+  for (int i = 1; i <= 150; ++i) text += "garbage\n";
+  WriteFile(metrics_, text);
+  IngestStats s = Ingest();
+  EXPECT_EQ(s.anomalies, 150);
+  EXPECT_EQ(s.end_outcome, "completed");
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'corrupt_metrics_line'"),
+            MetricsIngester::kMaxAnomalyEvents);
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'anomalies_not_listed'"), 1);
+  EXPECT_EQ(Count("SELECT anomalies FROM ingest_cursors"), 150);
+  WriteFile(metrics_, StepLine(1, 2, 1.0), /*append=*/true);
+  Ingest();
+  EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind != 'transition'"),
+            MetricsIngester::kMaxAnomalyEvents + 1);
+  EXPECT_EQ(Count("SELECT anomalies FROM ingest_cursors"), 151);  // a step after the end line
 }
 
 // A file written by the real batchlab-runner (1 rank, 30 steps, eval every 10; kept in

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 namespace batchlab::results {
@@ -56,6 +58,29 @@ TEST(MetricsLineTest, RejectsWhatIsNotARecord) {
     EXPECT_EQ(parser.Parse(c.line).error, c.error) << c.line;
   }
   EXPECT_TRUE(parser.Parse(R"({"seq":0,"kind":"start","host":"n1"})").error.empty());
+}
+
+TEST(MetricsLineTest, BareNonFiniteTokensAreReadAsNonFiniteValues) {
+  MetricsLineParser parser;
+  const MetricsLine& m = parser.Parse(
+      R"({"seq":3,"kind":"step","step":NaN,"loss":NaN,"a":Infinity,"b":-Infinity,"c":-inf,)"
+      R"("note":"NaN stays text","d":1})");
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  EXPECT_TRUE(m.non_finite_tokens);
+  EXPECT_EQ(m.seq, 3);
+  EXPECT_FALSE(m.step.has_value());  // a NaN step is no step
+  ASSERT_EQ(m.num_values, 5u);
+  EXPECT_TRUE(std::isnan(m.values[0].second));
+  EXPECT_EQ(m.values[1].second, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(m.values[2].second, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(m.values[3].second, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(m.values[4].first, "d");
+  // Valid JSON is not touched; other bare words are still invalid.
+  EXPECT_FALSE(parser.Parse(R"({"seq":1,"kind":"step","x":"Infinity"})").non_finite_tokens);
+  EXPECT_EQ(parser.Parse(R"({"seq":1,"kind":"step","x":nope})").error, "not valid JSON");
+  EXPECT_EQ(parser.Parse(R"({"seq":1,"kind":"step","x":NaN)").error, "not valid JSON");
+  EXPECT_EQ(parser.Parse(R"({"seq":1e300,"kind":"step","step":1e300})").error,
+            "field `seq` is missing or not an integer");
 }
 
 }  // namespace

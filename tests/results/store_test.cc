@@ -5,6 +5,8 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -204,6 +206,45 @@ TEST(RunStateTest, NamesRoundTripAndClassify) {
   auto bad = ParseRunState("done");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("target_reached"), std::string::npos);
+}
+
+// The single-writer lock belongs to the database: a second writer of the same file is refused
+// (whatever runs folder or sweep it would use) until the first one closes, then it may write.
+TEST_F(StoreTest, OneWriterPerDatabase) {
+  auto second = Store::Open(path_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find("another batchlab is writing the database"),
+            std::string::npos)
+      << second.status().message();
+  EXPECT_NE(second.status().message().find(fmt::format("pid {}", getpid())), std::string::npos);
+  auto other_db = Store::Open(dir_.File("other.db"));  // another database: its own lock
+  EXPECT_TRUE(other_db.ok()) << other_db.status().message();
+  store_.reset();
+  auto after = Store::Open(path_);
+  EXPECT_TRUE(after.ok()) << after.status().message();
+}
+
+TEST_F(StoreTest, DatabaseIdIsStableAndAttemptFoldersAreRecorded) {
+  const std::string id = store_->database_id();
+  EXPECT_EQ(id.size(), 16u);
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
+  auto sweep = store_->CreateSweep("s", "{}", "h");
+  ASSERT_TRUE(sweep.ok());
+  ASSERT_TRUE(store_->AddRun(Run(sweep->id, "r1")).ok());
+  ASSERT_TRUE(store_->StartAttempt("r1", "/runs/a1").ok());
+  ASSERT_TRUE(store_->Transition("r1", RunState::kFailed, {1, "x"}).ok());
+  ASSERT_TRUE(store_->StartAttempt("r1", "/runs/a2").ok());
+  EXPECT_EQ(**store_->AttemptDir("r1", 1), "/runs/a1");
+  EXPECT_EQ(**store_->AttemptDir("r1", 2), "/runs/a2");
+  EXPECT_FALSE(store_->AttemptDir("r1", 3)->has_value());
+  store_.reset();
+  auto reopened = Store::Open(path_);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ((*reopened)->database_id(), id);
+  auto other = Store::Open(dir_.File("other.db"));
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE((*other)->database_id(), id);
 }
 
 }  // namespace
