@@ -12,7 +12,6 @@
 #include <boost/filesystem.hpp>
 
 #include "orchestrator/scheduler.h"
-#include "orchestrator/sweep_lock.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -99,7 +98,6 @@ class Execution {
         failures_(plan.runs.size(), 0) {}
 
   StatusOr<SweepOutcome> Run() {
-    BATCHLAB_ASSIGN_OR_RETURN(SweepLock lock, SweepLock::Acquire(runs_dir_ + "/" + spec_.name));
     BATCHLAB_ASSIGN_OR_RETURN(auto sweep,
                               OpenSweep(store_, spec_, options_.new_version, &out_.new_sweep));
     out_.sweep_id = sweep.id;

@@ -347,7 +347,7 @@ TEST_F(SweepCliTest, SigintStopsChildrenAndMarksTheirRunsCancelled) {
   // A second orchestrator of the same sweep is refused while the first one runs.
   CliResult second = Cli(RunArgs(spec));
   EXPECT_EQ(second.exit_code, 2);
-  EXPECT_NE(second.err.find("another batchlab is running this sweep"), std::string::npos)
+  EXPECT_NE(second.err.find("another batchlab is writing the database"), std::string::npos)
       << second.err;
   kill(c.id(), SIGINT);
   c.wait();
