@@ -46,8 +46,8 @@ class Job {
  public:
   virtual ~Job() = default;
   virtual JobStatus Poll() = 0;  // non-blocking
-  virtual void Terminate() = 0;  // ask to stop (SIGTERM to the process group / scancel)
-  virtual void Kill() = 0;       // stop now (SIGKILL / scancel --signal=KILL)
+  virtual void Terminate() = 0;  // ask to stop (SIGTERM to every process of the job / scancel)
+  virtual void Kill() = 0;       // stop now (SIGKILL to every process / scancel --signal=KILL)
 };
 
 class Launcher {

@@ -15,6 +15,8 @@
 #include <boost/process/extend.hpp>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/job_processes.h"
+
 extern char** environ;
 
 namespace batchlab::orchestrator {
@@ -22,12 +24,12 @@ namespace {
 
 namespace bp = boost::process;
 
-// Runs in the forked child before exec: own process group (so Terminate reaches every rank),
-// and SIGTERM when the orchestrator dies (so a killed orchestrator leaves no job behind).
+// Runs in the forked child before exec: a session of its own (so every process of the job can
+// be found, job_processes.h), and SIGTERM when the orchestrator dies.
 struct ChildSetup : bp::extend::handler {
   template <class Executor>
   void on_exec_setup(Executor& /*exec*/) const {
-    setpgid(0, 0);
+    setsid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
   }
 };
@@ -50,32 +52,11 @@ std::map<std::string, std::string> CurrentEnvironment() {
   return out;
 }
 
-bool ProcessAlive(pid_t pid) { return pid > 0 && kill(pid, 0) == 0; }
-
-std::string CmdlineOf(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (char& c : s) {
-    if (c == '\0') c = ' ';
-  }
-  return s;
-}
-
-// Signals the process group, then waits up to `grace` for its leader to disappear.
-void StopGroup(pid_t pgid, std::chrono::milliseconds grace) {
-  if (pgid <= 0) return;
-  kill(-pgid, SIGTERM);
-  auto deadline = std::chrono::steady_clock::now() + grace;
-  while (ProcessAlive(pgid) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  kill(-pgid, SIGKILL);
-}
-
 class LocalJob final : public Job {
  public:
-  LocalJob(bp::child child, std::string host) : child_(std::move(child)), host_(std::move(host)) {
-    pgid_ = child_.id();
+  LocalJob(bp::child child, std::string host, std::string attempt_dir)
+      : child_(std::move(child)), host_(std::move(host)) {
+    processes_ = {child_.id(), std::move(attempt_dir)};
   }
   ~LocalJob() override {
     if (!finished_) {
@@ -94,8 +75,8 @@ class LocalJob final : public Job {
       if (running && !ec) return s;
       finished_ = true;
       raw_status_ = child_.native_exit_code();
-      // The ranks (same process group) may outlive an mpirun that died abnormally.
-      kill(-pgid_, SIGKILL);
+      // Ranks (each in a process group of its own) may outlive an mpirun that died abnormally.
+      processes_.Stop(std::chrono::milliseconds(0));
     }
     s.done = true;
     if (WIFEXITED(raw_status_)) s.exit_code = WEXITSTATUS(raw_status_);
@@ -104,16 +85,16 @@ class LocalJob final : public Job {
   }
 
   void Terminate() override {
-    if (!finished_) kill(-pgid_, SIGTERM);
+    if (!finished_) processes_.Signal(SIGTERM);
   }
   void Kill() override {
-    if (!finished_) kill(-pgid_, SIGKILL);
+    if (!finished_) processes_.Signal(SIGKILL);
   }
 
  private:
   bp::child child_;
   std::string host_;
-  pid_t pgid_ = 0;
+  JobProcesses processes_;
   bool finished_ = false;
   int raw_status_ = 0;
 };
@@ -143,6 +124,7 @@ class LocalLauncher final : public Launcher {
     bp::environment env = boost::this_process::environment();
     for (const auto& [k, v] : overrides_) env[k] = v;
     const std::string dir = request.attempt_dir;
+    env[kAttemptDirVariable] = dir;  // tags every process of the job (job_processes.h)
     try {
       bp::child child(mpirun, bp::args(args), env,
                       bp::std_in<bp::null, bp::std_out>(dir + "/stdout.log"),
@@ -150,7 +132,7 @@ class LocalLauncher final : public Launcher {
       nlohmann::json launch = {
           {"backend", "local"}, {"pid", child.id()}, {"host", host_}, {"argv", args}};
       std::ofstream(dir + "/launch.json") << launch.dump(2) << "\n";
-      return std::unique_ptr<Job>(std::make_unique<LocalJob>(std::move(child), host_));
+      return std::unique_ptr<Job>(std::make_unique<LocalJob>(std::move(child), host_, dir));
     } catch (const bp::process_error& e) {
       return UnavailableError(fmt::format("cannot start {}: {}", mpirun.string(), e.what()));
     }
@@ -158,15 +140,14 @@ class LocalLauncher final : public Launcher {
 
   void CleanUpStale(const std::string& attempt_dir) override {
     std::ifstream in(attempt_dir + "/launch.json");
-    if (!in) return;
-    nlohmann::json launch = nlohmann::json::parse(in, nullptr, false);
-    if (!launch.is_object() || launch.value("backend", "") != "local") return;
-    if (launch.value("host", "") != host_) return;
-    auto pid = static_cast<pid_t>(launch.value("pid", 0));
-    // Only a process that is still this attempt's mpirun (pid reuse is possible).
-    if (ProcessAlive(pid) && CmdlineOf(pid).find(attempt_dir) != std::string::npos) {
-      StopGroup(pid, std::chrono::seconds(5));
+    nlohmann::json launch = nlohmann::json::parse(in, nullptr, false);  // may be absent
+    if (launch.is_object() && (launch.value("backend", "local") != "local" ||
+                               launch.value("host", host_) != host_)) {
+      return;  // started elsewhere
     }
+    // Every process tagged with this attempt's folder (not its recorded pid's session: the pid
+    // may have been reused since), wherever it was reparented.
+    JobProcesses{0, attempt_dir}.Stop(std::chrono::seconds(5));
   }
 
  private:

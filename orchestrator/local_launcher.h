@@ -1,7 +1,9 @@
 // Local backend: each run is one `mpirun -np K ... batchlab-runner --config FILE` started with
-// Boost.Process from an argument vector (never a shell string), in its own process group, with
-// stdout/stderr in the attempt directory. The child gets SIGTERM if the orchestrator dies
-// (PR_SET_PDEATHSIG), and Terminate() signals the whole group so no rank is left behind.
+// Boost.Process from an argument vector (never a shell string), in a session of its own, with
+// stdout/stderr in the attempt directory and BATCHLAB_ATTEMPT_DIR tagging every process of it.
+// The child gets SIGTERM if the orchestrator dies (PR_SET_PDEATHSIG); Terminate() and Kill()
+// signal every process of the job (job_processes.h: each Open MPI 4.1 rank has a process group of
+// its own), and what is left when mpirun ends is killed, so no rank is ever left behind.
 //
 // Launch settings (docs/spec.md "Launch settings"): OMPI_MCA_btl=self,vader and
 // OMPI_MCA_pml=ob1 by default (shared-memory transport: ~0.13 s start-up instead of ~0.33 s on

@@ -19,10 +19,6 @@ namespace {
 namespace fs = boost::filesystem;
 using results::RunState;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 std::string Tail(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
@@ -35,17 +31,16 @@ std::string Tail(const std::string& path, size_t max_bytes) {
   return s;
 }
 
-// The outcome of a metrics file's `end` line, if it has one (docs/protocol.md).
-std::optional<RunState> EndOutcome(const std::string& metrics_path) {
-  std::string tail = Tail(metrics_path, 4096);
-  size_t start = tail.rfind('\n');
-  std::string last = start == std::string::npos ? tail : tail.substr(start + 1);
-  nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
-  if (!j.is_object() || j.value("kind", "") != "end" || !j.contains("outcome")) return std::nullopt;
-  if (!j["outcome"].is_string()) return std::nullopt;
-  auto state = results::ParseRunState(j["outcome"].get<std::string>());
+// The finished state an `end` line's outcome names, if it names one.
+std::optional<RunState> FinishedState(const std::string& outcome) {
+  if (outcome.empty()) return std::nullopt;
+  auto state = results::ParseRunState(outcome);
   if (!state.ok() || !results::IsFinished(*state)) return std::nullopt;
   return *state;
+}
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string ParamsText(const PlannedRun& run) {
@@ -80,6 +75,9 @@ struct Active {
   double terminate_sent = 0;
   double last_ingest = 0;
   bool saw_end = false;
+  std::string end_outcome;  // the `end` line's outcome once ingested
+  double end_seen = 0;      // when the end line was first seen (0: not yet)
+  bool stop_after_end = false;
   int slots = 1;
 };
 
@@ -95,7 +93,12 @@ class Execution {
         runs_dir_(fs::absolute(options.runs_dir).lexically_normal().string()),
         queue_(options.slots),
         attempt_(plan.runs.size(), 0),
-        failures_(plan.runs.size(), 0) {}
+        failures_(plan.runs.size(), 0) {
+    now_ = options.clock.now ? options.clock.now : SteadySeconds;
+    sleep_ = options.clock.sleep ? options.clock.sleep : [](double seconds) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    };
+  }
 
   StatusOr<SweepOutcome> Run() {
     BATCHLAB_ASSIGN_OR_RETURN(auto sweep,
@@ -140,12 +143,19 @@ class Execution {
         continue;
       }
       if (rec.state == RunState::kRunning) {
-        // Left running by an orchestrator that died: stop what is left, keep its metrics under
-        // its own attempt, and start over in a new attempt.
-        std::string dir = AttemptDir(runs_dir_, spec_.name, r.id, rec.attempt);
+        // Left running by an orchestrator that died: stop what is left of it (found through the
+        // folder recorded in the database, whatever --runs-dir is now), ingest the rest of its
+        // metrics under its own attempt, and start over in a new attempt unless it had ended.
+        BATCHLAB_ASSIGN_OR_RETURN(std::optional<std::string> recorded,
+                                  store_.AttemptDir(r.id, rec.attempt));
+        const std::string dir =
+            recorded ? *recorded : AttemptDir(runs_dir_, spec_.name, r.id, rec.attempt, "");
         launcher_.CleanUpStale(dir);
-        store_.IngestMetrics(r.id, rec.attempt, dir + "/metrics.jsonl").status().IgnoreError();
-        if (std::optional<RunState> ended = EndOutcome(dir + "/metrics.jsonl")) {
+        BATCHLAB_ASSIGN_OR_RETURN(
+            results::IngestStats tail,
+            store_.IngestMetrics(r.id, rec.attempt, dir + "/metrics.jsonl",
+                                 results::IngestPass::kFinal));
+        if (std::optional<RunState> ended = FinishedState(tail.end_outcome)) {
           // The runner finished on its own terms before anyone recorded it: keep that result.
           BATCHLAB_RETURN_IF_ERROR(store_.Transition(
               r.id, *ended,
@@ -173,7 +183,7 @@ class Execution {
     bool stopping = false;
     double stop_deadline = 0;
     while (!queue_.empty() || !active_.empty()) {
-      double now = Now();
+      double now = now_();
       if (!stopping && options_.stop_requested && options_.stop_requested()) {
         stopping = true;
         out_.stopped = true;
@@ -205,8 +215,20 @@ class Execution {
             a.job->Kill();
           }
           if (now - a.last_ingest >= options_.ingest_every_seconds) {
-            BATCHLAB_RETURN_IF_ERROR(Ingest(a));
+            BATCHLAB_RETURN_IF_ERROR(Ingest(a, results::IngestPass::kLive));
             a.last_ingest = now;
+            if (a.saw_end && a.end_seen == 0) a.end_seen = now;
+          }
+          // It wrote its end line but does not exit (e.g. hangs in a collective): its result is
+          // in; stop it after the grace period instead of waiting for a timeout.
+          if (a.end_seen > 0 && !a.stop_after_end && !a.timed_out &&
+              now - a.end_seen > options_.terminate_grace_seconds) {
+            a.stop_after_end = true;
+            a.terminate_sent = now;
+            a.job->Terminate();
+          }
+          if (a.stop_after_end && now - a.terminate_sent > options_.terminate_grace_seconds) {
+            a.job->Kill();
           }
           ++k;
           continue;
@@ -215,9 +237,9 @@ class Execution {
         active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
       }
       ReportProgress(now);
-      std::this_thread::sleep_for(std::chrono::duration<double>(options_.poll_seconds));
+      sleep_(options_.poll_seconds);
     }
-    ReportProgress(Now());
+    ReportProgress(now_());
     if (first_start_ > 0) out_.wall_seconds = last_end_ - first_start_;
     out_.lower_bound_seconds =
         std::max(longest_, out_.busy_slot_seconds / std::max(1, options_.slots));
@@ -227,11 +249,9 @@ class Execution {
   Status Launch(size_t i) {
     const PlannedRun& r = plan_.runs[i];
     const int attempt = attempt_[i] + 1;
-    const std::string dir = AttemptDir(runs_dir_, spec_.name, r.id, attempt);
-    boost::system::error_code ec;
-    fs::remove_all(dir, ec);  // debris of a crash before this attempt was recorded
-    fs::create_directories(dir, ec);
-    if (ec) return InternalError(fmt::format("cannot create {}: {}", dir, ec.message()));
+    BATCHLAB_ASSIGN_OR_RETURN(
+        const std::string dir,
+        NewFolder(AttemptDir(runs_dir_, spec_.name, r.id, attempt, store_.database_id())));
     nlohmann::json config = r.config;
     config["attempt"] = attempt;
     config["metrics_path"] = dir + "/metrics.jsonl";
@@ -240,7 +260,7 @@ class Execution {
       out << config.dump(2) << "\n";
       if (!out) return InternalError(fmt::format("cannot write {}/config.json", dir));
     }
-    BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kRunning, {}));
+    BATCHLAB_RETURN_IF_ERROR(store_.StartAttempt(r.id, dir));
     attempt_[i] = attempt;
     ++out_.attempts;
     LaunchRequest req;
@@ -254,7 +274,7 @@ class Execution {
     req.slots = std::min(r.slots, options_.slots);
     req.cpus_per_rank = std::max(1, r.slots / std::max(1, r.world_size));
     req.timeout_seconds = spec_.resources.timeout_seconds;
-    const double now = Now();
+    const double now = now_();
     if (first_start_ == 0) first_start_ = now;
     auto job = launcher_.Start(req);
     if (!job.ok()) {
@@ -277,18 +297,32 @@ class Execution {
     return OkStatus();
   }
 
-  Status Ingest(Active& a) {
+  // A folder that did not exist before: `base`, or `base-2`, `base-3`, ... Never an existing one.
+  StatusOr<std::string> NewFolder(const std::string& base) {
+    boost::system::error_code ec;
+    fs::create_directories(fs::path(base).parent_path(), ec);
+    if (ec) return InternalError(fmt::format("cannot create {}: {}", base, ec.message()));
+    for (int k = 1; k <= 1000; ++k) {
+      std::string dir = k == 1 ? base : fmt::format("{}-{}", base, k);
+      if (fs::create_directory(dir, ec)) return dir;  // false: it exists (left as it is)
+      if (ec) return InternalError(fmt::format("cannot create {}: {}", dir, ec.message()));
+    }
+    return InternalError(fmt::format("cannot find a new folder name for {}", base));
+  }
+
+  Status Ingest(Active& a, results::IngestPass pass) {
     BATCHLAB_ASSIGN_OR_RETURN(auto stats, store_.IngestMetrics(plan_.runs[a.index].id, a.attempt,
-                                                               a.dir + "/metrics.jsonl"));
+                                                               a.dir + "/metrics.jsonl", pass));
     a.saw_end = a.saw_end || stats.saw_end;
+    if (!stats.end_outcome.empty()) a.end_outcome = stats.end_outcome;
     return OkStatus();
   }
 
   Status Finish(Active& a, const JobStatus& st, bool stopping) {
     const PlannedRun& r = plan_.runs[a.index];
-    const double now = Now();
+    const double now = now_();
     last_end_ = now;
-    BATCHLAB_RETURN_IF_ERROR(Ingest(a));
+    BATCHLAB_RETURN_IF_ERROR(Ingest(a, results::IngestPass::kFinal));
     const double seconds = now - a.started;
     longest_ = std::max(longest_, seconds);
     out_.busy_slot_seconds += seconds * a.slots;
@@ -300,11 +334,25 @@ class Execution {
     std::string message;
     std::optional<int> code = st.exit_code;
     if (!code && st.signal) code = 128 + *st.signal;
+    const std::optional<RunState> end_state = FinishedState(a.end_outcome);
     const bool ended_cleanly =
         st.exit_code && a.saw_end && StateForExitCode(*st.exit_code) != RunState::kFailed;
     if (ended_cleanly) {
       state = StateForExitCode(*st.exit_code);
       retryable = false;
+    } else if (end_state) {
+      // The end line was written: its outcome wins over what came after it.
+      state = *end_state;
+      retryable = false;
+      message = fmt::format(
+          "{} after its end line ({}); the end line's outcome is kept",
+          a.timed_out         ? "timed out"
+          : a.stop_after_end  ? "did not exit and was stopped"
+          : stopping          ? "was stopped by the sweep's stop"
+          : st.signal         ? fmt::format("killed by signal {}", *st.signal)
+          : st.exit_code      ? fmt::format("exited {}", *st.exit_code)
+                              : std::string("ended without an exit code"),
+          a.end_outcome);
     } else if (stopping) {
       state = RunState::kCancelled;
       retryable = false;
@@ -351,7 +399,7 @@ class Execution {
                                          results::RunStateName(state), failures_[i],
                                          spec_.resources.retries, backoff)));
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {}));
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, Now() + backoff});
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, now_() + backoff});
       Event(fmt::format("run {} {} ({}); retry {}/{} in {:.1f} s", r.id,
                         results::RunStateName(state), first_line, failures_[i],
                         spec_.resources.retries, backoff));
@@ -393,6 +441,8 @@ class Execution {
   std::vector<int> failures_;  // failures during this call (for the retry limit)
   std::vector<Active> active_;
   SweepOutcome out_;
+  std::function<double()> now_;
+  std::function<void(double)> sleep_;
   double first_start_ = 0, last_end_ = 0, longest_ = 0, run_seconds_sum_ = 0;
   int runs_timed_ = 0;
 };
@@ -415,8 +465,9 @@ RunState StateForExitCode(int exit_code) {
 }
 
 std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
-                       const std::string& run_id, int attempt) {
-  return fmt::format("{}/{}/{}/attempt-{}", runs_dir, sweep, run_id, attempt);
+                       const std::string& run_id, int attempt, const std::string& database_id) {
+  if (database_id.empty()) return fmt::format("{}/{}/{}/attempt-{}", runs_dir, sweep, run_id, attempt);
+  return fmt::format("{}/{}/{}/attempt-{}-{}", runs_dir, sweep, run_id, attempt, database_id);
 }
 
 StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results::Store& store,

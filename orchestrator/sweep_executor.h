@@ -5,11 +5,19 @@
 // more at their end, retries failures with exponential backoff, enforces per-attempt timeouts,
 // and on a stop request (SIGINT/SIGTERM) terminates the children and marks their runs cancelled.
 //
+// Attempt folders are never deleted or overwritten: attempt n of a run goes to
+// <runs_dir>/<sweep>/<run-id>/attempt-<n>-<database id>/ (a suffix -2, -3, ... if that name is
+// taken, e.g. by a crash before the attempt was recorded), and the folder is recorded in the
+// database (Store::StartAttempt). The outcome of a run's `end` line wins over whatever happens
+// after it (a hang, a crash, a timeout); a run that has written its `end` line and does not exit
+// is stopped after the grace period.
+//
 // Resume: running the same spec again continues the sweep. A run left `running` by a killed
-// orchestrator is stopped (Launcher::CleanUpStale), marked cancelled ("interrupted") and run
-// again as a new attempt in a fresh attempt directory, so metrics of different attempts never
-// mix (they are stored per (run, attempt)). A changed spec under the same name is refused unless
-// `new_version` is set.
+// orchestrator is stopped (Launcher::CleanUpStale on the folder recorded in the database, whatever
+// --runs-dir is now), the rest of its metrics file is ingested, and it is marked cancelled
+// ("interrupted") and run again as a new attempt — unless that tail holds its `end` line, whose
+// outcome is then kept. Metrics are stored per (run, attempt). A changed spec under the same name
+// is refused unless `new_version` is set.
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(auto store, results::Store::Open(db_path));
 //   auto launcher = MakeLocalLauncher(settings);
@@ -30,6 +38,13 @@
 
 namespace batchlab::orchestrator {
 
+// The executor's time: a monotonic clock in seconds and a sleep. Tests pass a fake that advances
+// a counter, so retries, backoff and timeouts run without real waiting.
+struct ExecutorClock {
+  std::function<double()> now;         // default: steady_clock seconds
+  std::function<void(double)> sleep;   // default: std::this_thread::sleep_for
+};
+
 struct ExecutorOptions {
   int slots = 1;                         // cores in the pool
   std::string runs_dir = "runs";         // attempt directories go under <runs_dir>/<sweep>/
@@ -39,6 +54,7 @@ struct ExecutorOptions {
   double terminate_grace_seconds = 10;   // SIGTERM -> SIGKILL on cancel and timeout
   std::function<bool()> stop_requested;  // polled; true stops the sweep (SIGINT/SIGTERM)
   ProgressPrinter* progress = nullptr;   // optional
+  ExecutorClock clock;                   // empty members: the real clock
 };
 
 struct SweepOutcome {
@@ -65,9 +81,10 @@ StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results:
 // (docs/protocol.md): 0 completed, 3 target_reached, 4 diverged, 5 budget_exhausted, else failed.
 results::RunState StateForExitCode(int exit_code);
 
-// Where attempt `attempt` of a run keeps its config, metrics and logs.
+// Where attempt `attempt` of a run keeps its config, metrics and logs, for the database with id
+// `database_id` (empty: the layout before schema v5, `attempt-<n>`, only read for resuming).
 std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
-                       const std::string& run_id, int attempt);
+                       const std::string& run_id, int attempt, const std::string& database_id);
 
 }  // namespace batchlab::orchestrator
 
