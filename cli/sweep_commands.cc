@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,6 +66,17 @@ StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& pat
   opts.max_runs = max_runs;
   auto plan = orch::ExpandSpec(spec, opts);
   if (!plan.ok()) return plan.status().WithContext(path);
+  if (plan->runs.empty()) {
+    // Nothing to run is a mistake in the spec, not an empty version of the sweep.
+    std::string by;
+    for (const auto& [label, n] : plan->dropped) {
+      if (n > 0) by += fmt::format("{}{} by {}", by.empty() ? "" : ", ", n, label);
+    }
+    return InvalidArgumentError(fmt::format(
+        "{}: constraints: every one of the {} points is dropped ({}); nothing to run: loosen "
+        "`constraints`",
+        path, plan->points, by.empty() ? "no point left" : by));
+  }
   return std::make_pair(std::move(spec), std::move(plan).value());
 }
 
@@ -94,6 +107,17 @@ Status RunSweep(const RunFlags& f, const CliContext& ctx) {
     BATCHLAB_ASSIGN_OR_RETURN(launcher, orch::MakeSlurmLauncher(std::move(s)));
   }
 
+  // The runs folder must be a folder (created if absent) before the database is created.
+  {
+    std::error_code ec;
+    std::filesystem::create_directories(f.runs_dir, ec);
+    if (!std::filesystem::is_directory(f.runs_dir, ec)) {
+      return InvalidArgumentError(fmt::format(
+          "--runs-dir {}: is not a folder and cannot be created as one; pass a folder (it is "
+          "created if absent)",
+          f.runs_dir));
+    }
+  }
   BATCHLAB_ASSIGN_OR_RETURN(auto store, results::Store::Open(ctx.db_path));
   orch::SignalWatcher signals;
   orch::ProgressPrinter progress(stderr, isatty(fileno(stderr)) != 0, spec.name);
@@ -116,8 +140,8 @@ Status RunSweep(const RunFlags& f, const CliContext& ctx) {
              out.cancelled, out.attempts, out.wall_seconds, out.lower_bound_seconds);
   if (out.stopped) {
     return CancelledError(fmt::format(
-        "sweep {} stopped by signal {}: {} run(s) cancelled; run the same command to resume",
-        spec.name, signals.signal_number(), out.cancelled));
+        "sweep {} stopped by signal {} ({}): {} run(s) cancelled; run the same command to resume",
+        spec.name, signals.signal_number(), strsignal(signals.signal_number()), out.cancelled));
   }
   if (out.failed > 0) {
     return UnavailableError(fmt::format(

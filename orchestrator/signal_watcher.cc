@@ -21,11 +21,13 @@ SignalWatcher::SignalWatcher() {
   sa.sa_flags = 0;
   sigaction(SIGINT, &sa, &old_int_);
   sigaction(SIGTERM, &sa, &old_term_);
+  sigaction(SIGHUP, &sa, &old_hup_);  // the terminal went away: stop as cleanly as on Ctrl-C
 }
 
 SignalWatcher::~SignalWatcher() {
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);
+  sigaction(SIGHUP, &old_hup_, nullptr);
 }
 
 bool SignalWatcher::requested() const { return g_signal != 0; }

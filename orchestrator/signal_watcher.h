@@ -1,4 +1,4 @@
-// Turns SIGINT and SIGTERM into a flag the sweep executor polls, so a Ctrl-C stops the children
+// Turns SIGINT, SIGTERM and SIGHUP into a flag the sweep executor polls, so a Ctrl-C stops the children
 // cleanly (their runs are marked cancelled) instead of killing the orchestrator mid-transaction.
 // RAII: the previous handlers are restored when the watcher goes away. A second signal while
 // the first is being handled leaves the flag set (the executor escalates to SIGKILL on its own
@@ -26,6 +26,7 @@ class SignalWatcher {
  private:
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_hup_ {};
 };
 
 }  // namespace batchlab::orchestrator

@@ -358,6 +358,50 @@ TEST_F(SweepCliTest, SigintStopsChildrenAndMarksTheirRunsCancelled) {
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'running'"), 0);
 }
 
+// SIGHUP (the terminal went away) stops the sweep as cleanly as SIGINT: children stopped, their
+// runs marked cancelled, none left running.
+TEST_F(SweepCliTest, SighupStopsLikeSigint) {
+  std::string pid_dir = dir_.path() + "/pids";
+  fs::create_directories(pid_dir);
+  std::string spec = WriteSpec(
+      "h.json", Spec("h", fmt::format(R"("FAKE_RUNNER_SECONDS": "60", "FAKE_RUNNER_PID_DIR": "{}")",
+                                      pid_dir)));
+  bp::child c(BATCHLAB_BIN, bp::args(Args(RunArgs(spec))), bp::std_out > bp::null,
+              bp::std_err > (dir_.path() + "/err.txt"), bp::std_in < bp::null);
+  ASSERT_TRUE(WaitFor([&] { return PidsIn(pid_dir).size() >= 2; }, 60));
+  std::vector<pid_t> pids = PidsIn(pid_dir);
+  kill(c.id(), SIGHUP);
+  c.wait();
+  EXPECT_EQ(c.exit_code(), 1);  // before the fix: killed by SIGHUP, nothing marked
+  EXPECT_TRUE(WaitFor([&] { return AllGone(pids); }, 30)) << "runner processes survived";
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'cancelled'"), 2);
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'running'"), 0);
+}
+
+TEST_F(SweepCliTest, RunsDirThatIsAFileFailsBeforeTheDatabaseExists) {
+  std::string spec = WriteSpec("s.json", Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01")"));
+  std::ofstream(Runs()) << "not a folder\n";
+  CliResult r = Cli(RunArgs(spec));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--runs-dir " + Runs() + ": is not a folder"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(Db()));
+}
+
+TEST_F(SweepCliTest, ConstraintsDroppingEveryPointExit2AndRecordNothing) {
+  std::string good = WriteSpec("s.json", Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01")"));
+  ASSERT_EQ(Cli(RunArgs(good)).exit_code, 0);
+  std::string none = WriteSpec(
+      "n.json",
+      Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01")",
+           R"(, "constraints": [{"field": "batch_size", "op": ">", "value": 100000}])"));
+  CliResult r = Cli(RunArgs(none, {"--new-version"}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("constraints: every one of the 4 points is dropped"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(Query("SELECT count(*) FROM sweeps"), 1);  // no empty version 2
+  EXPECT_EQ(Cli({"sweep", "plan", none}).exit_code, 2);
+}
+
 TEST_F(SweepCliTest, ResumeAfterKill9LosesNoRunDuplicatesNoneAndKeepsAttemptsApart) {
   std::string pid_dir = dir_.path() + "/pids";
   fs::create_directories(pid_dir);

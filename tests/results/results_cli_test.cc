@@ -214,6 +214,23 @@ TEST_F(ResultsCliTest, ExportWritesRunsAndMetrics) {
   EXPECT_FALSE(std::filesystem::exists(metrics + ".partial"));
 }
 
+// `--out DIR` (a folder) and an unknown sweep fail without leaving DIR.partial (or any file).
+TEST_F(ResultsCliTest, ExportLeavesNoPartialFile) {
+  const std::string folder = dir_.File("out");
+  std::filesystem::create_directory(folder);
+  Result r = Run({"results", "export", "--sweep", "quickstart", "--what", "runs", "--format", "csv",
+                  "--out", folder});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--out " + folder + ": is a folder"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(folder + ".partial"));
+  const std::string file = dir_.File("x.csv");
+  Result unknown = Run({"results", "export", "--sweep", "nope", "--what", "runs", "--format",
+                        "csv", "--out", file});
+  EXPECT_EQ(unknown.code, 2) << unknown.err;
+  EXPECT_FALSE(std::filesystem::exists(file + ".partial"));
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
 TEST_F(ResultsCliTest, NewerSchemaIsRefusedAndOldOneMigrated) {
   const std::string old_db = dir_.File("v1.db");
   {
