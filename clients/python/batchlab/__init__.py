@@ -1,0 +1,67 @@
+"""batchlab: run your own training program as part of a batchlab study.
+
+    import batchlab
+    run = batchlab.init()          # the resolved config batchlab passed to this rank
+    run.batch_size, run.local_batch_size, run.params, run.lr(step)
+    for step in run.steps(train_samples=N, optimizer=opt): ...; run.log_step(loss)
+    run.finish()                   # the end line and the protocol's exit code
+
+Standard library only; the PyTorch helpers (Run.backward, Run.watch, batchlab.ddp) import torch
+when used. Guide: docs/byo-program.md.
+"""
+
+import os
+import sys
+
+from .config import ConfigError, Launch, RunConfig, config_path
+from .lr import LrSchedule
+from .run import OUTCOME_CODES, Run, fail_config
+
+__all__ = ["init", "Run", "RunConfig", "ConfigError", "LrSchedule", "OUTCOME_CODES"]
+__version__ = "0.1.0"
+
+
+def init(args=None, argv=None, environ=None):
+    """Reads the run config (the `--config F` argument, else the BATCHLAB_CONFIG variable) and
+    this rank's place in the job (RANK, WORLD_SIZE, LOCAL_RANK, ... or OpenMPI's / Slurm's
+    variables); returns a Run.
+
+    `--config F` is removed from sys.argv, so the program's own argument parser never sees it.
+    With `--validate` the config is checked and the program exits 0 (valid) or 2 (the message
+    names the field). A bad config exits 2 on every rank before anything is written.
+    `args`: an argparse.Namespace; each top-level key of the spec's `params` is set on it
+    (dashes as underscores), so swept params override the program's own flags.
+    """
+    in_sys_argv = argv is None
+    argv = list(sys.argv if argv is None else argv)
+    environ = os.environ if environ is None else environ
+    rank = 0
+    try:
+        launch = Launch.from_env(environ)
+        rank = launch.rank
+        path, rest, validate = config_path(argv, environ)
+        cfg = RunConfig.load(path, launch=launch if not validate else None)
+        if validate:
+            _validate(cfg)
+            sys.exit(0)
+    except ConfigError as e:
+        fail_config(e, rank)
+    if in_sys_argv:
+        sys.argv[:] = rest
+    if args is not None:
+        for key, value in cfg.params.items():
+            setattr(args, key.replace("-", "_"), value)
+    return Run(cfg)
+
+
+def _validate(cfg):
+    """The checks a config can pass without the dataset (as `batchlab-runner --validate`)."""
+    from .lr import total_steps
+    total = total_steps(cfg.budget_steps, 0, cfg.budget_samples, cfg.batch_size, 0)
+    if cfg.budget_epochs > 0 and total == 0:
+        total = 1 << 62  # unknown until the program knows its dataset
+    lr = dict(cfg.lr)
+    if lr.get("warmup_epochs"):  # its length in steps needs the dataset; checked at the start
+        LrSchedule(lr, cfg.batch_size, 1 << 62, steps_per_epoch=1)
+        lr["warmup_epochs"] = 0
+    LrSchedule(lr, cfg.batch_size, total)

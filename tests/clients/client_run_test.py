@@ -1,0 +1,238 @@
+"""The client's protocol without torch: config, metric lines, decisions, exit codes.
+
+In-process tests drive a Run with a fake clock; subprocess tests run tests/clients/
+fake_program.py (standard library only) as batchlab would, and check its exit code and file.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+from client_test_support import PYTHON, HERE, TempDirTest, program_env
+import batchlab
+from batchlab.config import ConfigError, Launch, RunConfig
+from batchlab.lr import LrSchedule
+
+FAKE = os.path.join(HERE, "fake_program.py")
+
+
+class FakeClock:
+    def __init__(self, tick=0.0):
+        self.now, self.tick = 100.0, tick
+
+    def __call__(self):
+        self.now += self.tick
+        return self.now
+
+
+def make_run(test, clock=None, **overrides):
+    config = {"batch_size": 64, "budget": {"steps": 30}, "eval": {"every_steps": 10},
+              "lr": {"base": 0.1, "base_batch_size": 32, "rule": "linear", "warmup_steps": 5,
+                     "schedule": "cosine"},
+              "gns": {"every_steps": 0}, "metrics_path": test.path("metrics.jsonl")}
+    config.update(overrides)
+    return batchlab.Run(RunConfig(config), clock=clock or FakeClock(0.01))
+
+
+class MetricLinesTest(TempDirTest):
+    def test_a_run_writes_start_steps_evals_end_with_increasing_seq(self):
+        run = make_run(self)
+        evals = []
+        for step in run.steps(train_samples=1000):
+            run.log_step(2.0 / step, tokens=step * 10)
+            if run.should_eval():
+                evals.append(step)
+                run.log_eval(test_accuracy=0.1 * step / 10, test_loss=1.0 / step)
+        self.assertEqual(run.finish(exit=False), 0)
+        lines = self.read_lines()
+        self.assertEqual([l["seq"] for l in lines], list(range(len(lines))))
+        self.assertEqual(list(lines[0])[:2], ["seq", "kind"])
+        kinds = [l["kind"] for l in lines]
+        self.assertEqual(kinds[0], "start")
+        self.assertEqual(kinds[-1], "end")
+        self.assertEqual(kinds.count("step"), 30)
+        self.assertEqual(evals, [10, 20, 30])
+        start = lines[0]
+        self.assertEqual((start["batch_size"], start["local_batch_size"], start["total_steps"],
+                          start["steps_per_epoch"]), (64, 64, 30, 15))
+        steps = [l for l in lines if l["kind"] == "step"]
+        schedule = LrSchedule(run.cfg.lr, 64, 30)
+        self.assertEqual([l["lr"] for l in steps], [schedule.at(i) for i in range(30)])
+        self.assertEqual(steps[15]["epoch"], 1)  # step 16 is the first of the second epoch
+        self.assertEqual(steps[3]["samples"], 4 * 64)
+        self.assertEqual(steps[3]["tokens"], 40)
+        end = lines[-1]
+        self.assertEqual((end["outcome"], end["steps"], end["samples"]), ("completed", 30, 1920))
+        self.assertIsNone(end["target_step"])
+        self.assertAlmostEqual(end["final_test_accuracy"], 0.3)
+        self.assertAlmostEqual(end["final_loss"], 2.0 / 30)
+
+    def test_non_finite_values_are_written_as_null(self):
+        run = make_run(self)
+        for _ in run.steps():
+            run.log_step(float("nan"))
+        run.finish(exit=False)
+        lines = self.read_lines()
+        self.assertIsNone(lines[1]["loss"])
+        self.assertEqual(lines[-1]["outcome"], "diverged")
+        self.assertEqual(lines[-1]["steps"], 1)
+        self.assertNotIn("eval", [l["kind"] for l in lines])  # no evaluation after divergence
+
+    def test_other_ranks_write_nothing(self):
+        config = {"batch_size": 64, "nodes": 2, "budget": {"steps": 3},
+                  "metrics_path": self.path("metrics.jsonl")}
+        run = batchlab.Run(RunConfig(config, Launch(rank=1, world_size=2)))
+        for _ in run.steps():
+            run.log_step(1.0)
+        self.assertEqual(run.finish(exit=False), 0)
+        self.assertFalse(os.path.exists(self.path("metrics.jsonl")))
+
+    def test_a_step_without_log_step_is_an_error(self):
+        run = make_run(self)
+        with self.assertRaisesRegex(RuntimeError, "log_step"):
+            for _ in run.steps():
+                pass
+
+
+class DecisionsTest(TempDirTest):
+    def run_losses(self, losses, **overrides):
+        run = make_run(self, **overrides)
+        for step in run.steps():
+            run.log_step(losses(step))
+            if run.should_eval():
+                run.log_eval(test_accuracy=0.02 * step, test_loss=1.0)
+        return run, run.finish(exit=False)
+
+    def test_divergence_factor_times_the_initial_loss(self):
+        run, code = self.run_losses(lambda s: 1.0 if s < 7 else 10.5, divergence_factor=10)
+        self.assertEqual((code, run.step, run.outcome), (4, 7, "diverged"))
+        run, code = self.run_losses(lambda s: 1.0 if s < 7 else 9.5, divergence_factor=10)
+        self.assertEqual((code, run.step), (0, 30))
+
+    def test_test_accuracy_target_stops_at_the_evaluation_that_meets_it(self):
+        run, code = self.run_losses(
+            lambda s: 1.0, target={"metric": "test_accuracy", "op": ">=", "value": 0.35})
+        self.assertEqual((code, run.step), (3, 20))  # 0.2 at 10, 0.4 at 20
+        end = self.read_lines()[-1]
+        self.assertEqual((end["target_step"], end["target_samples"]), (20, 1280))
+
+    def test_loss_target_then_a_final_evaluation(self):
+        run, code = self.run_losses(lambda s: 1.0 / s,
+                                    target={"metric": "loss", "op": "<", "value": 0.07})
+        self.assertEqual((code, run.step), (3, 15))
+        kinds = [(l["kind"], l.get("step")) for l in self.read_lines()]
+        self.assertEqual(kinds[-2], ("eval", 15))  # the final evaluation of the last step
+
+    def test_budget_exhausted_when_the_target_is_never_met(self):
+        run, code = self.run_losses(
+            lambda s: 1.0, target={"metric": "test_accuracy", "op": ">=", "value": 0.99})
+        self.assertEqual((code, run.outcome, run.step), (5, "budget_exhausted", 30))
+
+    def test_seconds_budget(self):
+        run = make_run(self, clock=FakeClock(0.5), budget={"seconds": 4}, lr={"base": 0.1})
+        for _ in run.steps():
+            run.log_step(1.0)
+        self.assertEqual(run.total_steps, 0)
+        # The clock ticks 0.5 s per reading and is read twice per step.
+        self.assertEqual((run.finish(exit=False), run.step), (0, 4))
+
+    def test_an_epochs_budget_needs_the_dataset_size(self):
+        run = make_run(self, budget={"epochs": 1})
+        with self.assertRaises(SystemExit) as e:
+            run.start()
+        self.assertEqual(e.exception.code, 2)
+
+
+class ConfigTest(TempDirTest):
+    def test_errors_name_the_field(self):
+        for config, field in (({"batch_size": 100, "nodes": 3, "budget": {"steps": 1}},
+                               "batch_size"),
+                              ({"batch_size": 8}, "budget"),
+                              ({"batch_size": 8, "budget": {"steps": 0}}, "budget.steps"),
+                              ({"batch_size": 8, "budget": {"steps": 1}, "params": [1]}, "params"),
+                              ({"batch_size": 8, "budget": {"steps": 1},
+                                "target": {"metric": "acc", "op": ">=", "value": 1}},
+                               "target.metric")):
+            with self.subTest(field=field):
+                with self.assertRaisesRegex(ConfigError, "^" + field.replace(".", r"\.") + ":"):
+                    RunConfig(config)
+
+    def test_launcher_world_size_must_match(self):
+        with self.assertRaisesRegex(ConfigError, "^world_size: the config asks for 1"):
+            RunConfig({"batch_size": 8, "budget": {"steps": 1}}, Launch(world_size=2))
+
+    def test_init_reads_flag_then_env_and_strips_the_flag(self):
+        path = self.write_config({"batch_size": 8, "accumulation": 2, "budget": {"steps": 1},
+                                  "params": {"depth": 18, "block-width": 4}})
+        argv = ["train.py", "--epochs", "3", "--config", path]
+        saved = sys.argv
+        sys.argv = list(argv)
+        try:
+            args = argparse.Namespace(depth=10)
+            run = batchlab.init(args, environ={})
+            self.assertEqual(sys.argv, ["train.py", "--epochs", "3"])
+        finally:
+            sys.argv = saved
+        self.assertEqual((run.batch_size, run.micro_batch_size, run.rank), (8, 4, 0))
+        self.assertEqual((args.depth, args.block_width), (18, 4))
+        run = batchlab.init(argv=["x"], environ={"BATCHLAB_CONFIG": path, "RANK": "0",
+                                                 "WORLD_SIZE": "1"})
+        self.assertEqual(run.params["depth"], 18)
+
+
+class ProgramTest(TempDirTest):
+    """fake_program.py as batchlab runs it: exit codes, files, messages."""
+
+    def run_program(self, params, extra_args=(), **overrides):
+        config = {"batch_size": 32, "budget": {"steps": 60}, "eval": {"every_steps": 10},
+                  "target": {"metric": "test_accuracy", "op": ">=", "value": 0.25},
+                  "params": params, "metrics_path": self.path("metrics.jsonl")}
+        config.update(overrides)
+        path = self.write_config(config)
+        return subprocess.run([PYTHON, FAKE, "--config", path, *extra_args],
+                              capture_output=True, text=True, env=program_env(), timeout=60)
+
+    def lines(self):
+        return self.read_lines() if os.path.exists(self.path("metrics.jsonl")) else []
+
+    def test_exit_codes(self):
+        for params, overrides, code, outcome in (
+                ({}, {"target": None}, 0, "completed"),
+                ({"accuracy_per_step": 0.01}, {}, 3, "target_reached"),
+                ({"nan_at": 12}, {}, 4, "diverged"),
+                ({"blowup_at": 12}, {}, 4, "diverged"),
+                ({"accuracy_per_step": 0.001}, {}, 5, "budget_exhausted")):
+            with self.subTest(outcome=outcome, params=params):
+                done = self.run_program(params, **overrides)
+                self.assertEqual(done.returncode, code, done.stderr)
+                end = self.lines()[-1]
+                self.assertEqual((end["kind"], end["outcome"]), ("end", outcome))
+
+    def test_a_crash_leaves_no_end_line(self):
+        done = self.run_program({"crash_at": 15})
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("fake crash at step 15", done.stderr)
+        lines = self.lines()
+        self.assertEqual(lines[-1]["kind"], "step")
+        self.assertEqual(lines[-1]["step"], 14)
+        self.assertNotIn("end", [l["kind"] for l in lines])
+
+    def test_bad_config_exits_2_naming_the_field_and_writes_nothing(self):
+        done = self.run_program({}, lr={"rule": "cubic"})
+        self.assertEqual(done.returncode, 2)
+        self.assertIn('batchlab[rank 0]: lr.rule: unknown rule "cubic"', done.stderr)
+        self.assertEqual(self.lines(), [])
+
+    def test_validate(self):
+        done = self.run_program({}, extra_args=["--validate"])
+        self.assertEqual((done.returncode, done.stderr), (0, ""))
+        self.assertEqual(self.lines(), [])
+        done = self.run_program({}, extra_args=["--validate"], batch_size=30, accumulation=4)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("batch_size: 30 is not divisible by world_size x accumulation", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
