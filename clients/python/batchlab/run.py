@@ -5,8 +5,7 @@ exit code (docs/byo-program.md, docs/protocol.md).
     for step in run.steps(train_samples=len(train_set), optimizer=opt):  # sets opt's LR per step
         loss = run.backward(model, F.cross_entropy, x, y)   # or your own backward
         opt.step()
-        run.log_step(loss)                  # global mean loss, divergence and budget decisions
-        if run.should_eval():
+        if run.log_step(loss):              # global mean loss, decisions; True: evaluate now
             run.log_eval(test_accuracy=acc, test_loss=test_loss)   # target decision
     run.finish()                            # `end` line, exit 0/3/4/5
 
@@ -99,7 +98,8 @@ class Run:
             fail_config(e, self.rank)
         if self.is_main:
             self._writer = MetricsWriter.open(cfg.metrics_path)
-            atexit.register(self._warn_unfinished)
+            if cfg.metrics_path:
+                atexit.register(self._warn_unfinished)
         else:
             self._writer = MetricsWriter(None)
         self._start_time = self._clock()
@@ -146,7 +146,8 @@ class Run:
     def log_step(self, loss, **metrics):
         """Ends a step: averages the loss (and the clock) over ranks, writes the `step` line on
         rank 0 with the LR and, on measured steps, the gns_* fields, then decides whether the run
-        stops here (diverged, a `loss` target, the budget). Every rank must call it."""
+        stops here (diverged, a `loss` target, the budget). Every rank must call it.
+        Returns should_eval(): whether this step is to be evaluated."""
         if self._start_time is None:
             self.start()
         step = self.step + 1
@@ -197,6 +198,7 @@ class Run:
         every = cfg.eval_every_steps
         self._eval_due = self._stop != "diverged" and bool(
             ending or (every > 0 and step % every == 0))
+        return self._eval_due
 
     def should_eval(self):
         """True after log_step when this step is evaluated: every eval.every_steps, and at the
@@ -283,6 +285,11 @@ class Run:
         DistributedDataParallel); backward() does this itself. For your own backward loop."""
         from . import ddp
         ddp.watch(self, model)
+
+    @property
+    def measuring(self):
+        """Whether the step in progress measures the gradient noise (every gns.every_steps)."""
+        return self._measuring()
 
     # --- internals ---------------------------------------------------------------------------
 

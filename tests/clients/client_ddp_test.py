@@ -1,0 +1,135 @@
+"""The client with torch: stop decisions agree across 2 gloo ranks; the DDP hook's and the
+one-rank half-batch gradient-noise fields equal norms computed independently."""
+import json
+import os
+import socket
+import subprocess
+import unittest
+
+from client_test_support import PYTHON, HERE, TempDirTest, program_env
+
+PROGRAM = os.path.join(HERE, "ddp_program.py")
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - install-deps.sh installs python3-torch
+    torch = None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@unittest.skipIf(torch is None, "needs python3-torch")
+class TwoRankTest(TempDirTest):
+    def launch(self, config, world=2):
+        path = self.write_config(dict(config, metrics_path=self.path("metrics.jsonl"),
+                                      nodes=world))
+        port = str(free_port())
+        procs = []
+        for rank in range(world):
+            env = program_env({"RANK": str(rank), "WORLD_SIZE": str(world),
+                               "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world),
+                               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
+                               "OMP_NUM_THREADS": "1"})
+            procs.append(subprocess.Popen([PYTHON, PROGRAM, "--config", path], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+        codes = []
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            codes.append((p.returncode, err))
+        results = []
+        for rank in range(world):
+            with open(self.path("out") + f".rank{rank}") as f:
+                results.append(json.load(f))
+        return codes, results
+
+    def test_ranks_agree_on_divergence_from_the_mean_loss(self):
+        # From step 6 rank 1's loss is 20x: the mean (10.5) exceeds 10 x the initial loss, so
+        # both ranks stop at step 6, although rank 0's own loss never changed.
+        codes, results = self.launch({
+            "batch_size": 8, "budget": {"steps": 40}, "eval": {"every_steps": 5},
+            "params": {"mode": "decisions", "loss_scale": [1.0, 20.0], "skew_at": 6,
+                       "accuracy_per_step": [0.0, 0.0], "out": self.path("out")}})
+        self.assertEqual([c for c, _ in codes], [4, 4], codes)
+        self.assertEqual([r["step"] for r in results], [6, 6])
+        end = self.read_lines()[-1]
+        self.assertEqual((end["outcome"], end["steps"]), ("diverged", 6))
+
+    def test_ranks_agree_on_the_target_from_rank0s_evaluation(self):
+        # Rank 1 alone would meet accuracy 0.5 at step 10, rank 0 at step 25: rank 0's value
+        # is the one logged and decided on.
+        codes, results = self.launch({
+            "batch_size": 8, "budget": {"steps": 40}, "eval": {"every_steps": 5},
+            "target": {"metric": "test_accuracy", "op": ">=", "value": 0.5},
+            "params": {"mode": "decisions", "loss_scale": [1.0, 1.0],
+                       "accuracy_per_step": [0.02, 0.05], "out": self.path("out")}})
+        self.assertEqual([c for c, _ in codes], [3, 3], codes)
+        self.assertEqual([r["step"] for r in results], [25, 25])
+
+    def test_hook_fields_equal_independent_norms(self):
+        codes, results = self.launch({
+            "batch_size": 16, "budget": {"steps": 6}, "gns": {"every_steps": 2},
+            "lr": {"base": 0.05, "warmup_steps": 2, "base_batch_size": 8, "rule": "linear"},
+            "params": {"mode": "gns", "out": self.path("out")}})
+        self.assertEqual([c for c, _ in codes], [0, 0], codes)
+        steps = {l["step"]: l for l in self.read_lines() if l["kind"] == "step"}
+        self.assertEqual(len(steps), 6)
+        measured = [s for s, l in steps.items() if "gns_sq_big" in l]
+        self.assertEqual(measured, [2, 4, 6])
+        for s in measured:
+            line = steps[s]
+            refs = [r["reference"]["steps"][s - 1] for r in results]
+            mean_local = sum(r["local_sq"] for r in refs) / 2
+            self.assertEqual((line["gns_b_small"], line["gns_b_big"]), (8, 16))
+            self.assertAlmostEqual(line["gns_sq_small"] / mean_local, 1.0, places=5)
+            self.assertAlmostEqual(line["gns_sq_big"] / refs[0]["global_sq"], 1.0, places=5)
+            self.assertGreater(line["gns_sq_small"], line["gns_sq_big"])
+        for r in results:
+            self.assertLess(r["reference"]["max_param_diff"], 1e-5)
+
+
+@unittest.skipIf(torch is None, "needs python3-torch")
+class OneRankTest(TempDirTest):
+    def make_run(self, accumulation):
+        import batchlab
+        from batchlab.config import RunConfig
+        return batchlab.Run(RunConfig({"batch_size": 12, "accumulation": accumulation,
+                                       "budget": {"steps": 2}, "gns": {"every_steps": 1}}))
+
+    def test_half_batches_give_the_same_update_and_the_noise_fields(self):
+        torch.manual_seed(0)
+        x, y = torch.randn(12, 5), torch.randn(12, 1)
+        loss_fn = torch.nn.functional.mse_loss
+        for accumulation, parts in ((1, 2), (3, 3)):
+            with self.subTest(accumulation=accumulation):
+                torch.manual_seed(3)
+                model = torch.nn.Linear(5, 1)
+                ref = torch.nn.Linear(5, 1)
+                ref.load_state_dict(model.state_dict())
+                loss_fn(ref(x), y).backward()
+                micro_sq = []
+                for i in range(parts):
+                    part = torch.nn.Linear(5, 1)
+                    part.load_state_dict(model.state_dict())
+                    n = 12 // parts
+                    loss_fn(part(x[i * n:(i + 1) * n]), y[i * n:(i + 1) * n]).backward()
+                    micro_sq.append(sum(float((q.grad ** 2).sum()) for q in part.parameters()))
+                run = self.make_run(accumulation)
+                next(run.steps())
+                loss = run.backward(model, loss_fn, x, y)
+                self.assertAlmostEqual(float(loss), float(loss_fn(ref(x), y)), places=5)
+                for a, b in zip(model.parameters(), ref.parameters()):
+                    self.assertTrue(torch.allclose(a.grad, b.grad, atol=1e-6))
+                gns = run._gns
+                full_sq = sum(float((q.grad ** 2).sum()) for q in ref.parameters())
+                self.assertEqual((gns["b_small"], gns["b_big"]), (12 // parts, 12))
+                self.assertAlmostEqual(gns["sq_small"] / (sum(micro_sq) / parts), 1, places=5)
+                self.assertAlmostEqual(gns["sq_big"] / full_sq, 1, places=5)
+
+
+if __name__ == "__main__":
+    unittest.main()

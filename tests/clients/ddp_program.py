@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""A PyTorch program for the client's distributed tests, started once per rank with the
+environment batchlab gives (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...). `params.mode`:
+
+  decisions  the ranks see different losses and accuracies (rank r's loss is scaled by
+             params.loss_scale[r] from step params.skew_at on; rank r's accuracy grows at
+             params.accuracy_per_step[r]); every rank must still stop after the same step.
+  gns        a linear model under DDP on fixed random data through run.backward; each rank also
+             computes, without DDP, its local gradient and the full gradient of the global batch
+             and writes those squared norms per step, so the test can check the gns_* fields.
+
+Each rank writes {"step": ..., "outcome": ..., "reference": [...]} to params.out + ".rank<r>".
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "clients", "python"))
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+
+import batchlab  # noqa: E402
+
+
+def decisions(run, p):
+    r = run.rank
+    for step in run.steps():
+        loss = 1.0 * (p["loss_scale"][r] if step >= p.get("skew_at", 10**9) else 1.0)
+        run.log_step(torch.tensor(loss))
+        if run.should_eval():
+            run.log_eval(test_accuracy=min(1.0, p["accuracy_per_step"][r] * step))
+    return []
+
+
+def gns(run, p):
+    torch.manual_seed(0)
+    d = 6
+    w_star = torch.randn(d, 1)
+    x_all = torch.randn(run.batch_size * 4, d)
+    y_all = x_all @ w_star + 0.5 * torch.randn(run.batch_size * 4, 1)
+    torch.manual_seed(1)
+    net = torch.nn.Linear(d, 1)
+    reference_net = torch.nn.Linear(d, 1)
+    reference_net.load_state_dict(net.state_dict())
+    model = DistributedDataParallel(net)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    ref_opt = torch.optim.SGD(reference_net.parameters(), lr=0.01)
+    loss_fn = torch.nn.functional.mse_loss
+    reference = []
+
+    def sq_grad(xb, yb):
+        reference_net.zero_grad()
+        loss_fn(reference_net(xb), yb).backward()
+        return sum(float((q.grad ** 2).sum()) for q in reference_net.parameters())
+
+    for step in run.steps(optimizer=opt):
+        rows = [(step - 1) % 4 * run.batch_size, ((step - 1) % 4 + 1) * run.batch_size]
+        xg, yg = x_all[rows[0]:rows[1]], y_all[rows[0]:rows[1]]
+        lo = run.rank * run.local_batch_size
+        x, y = xg[lo:lo + run.local_batch_size], yg[lo:lo + run.local_batch_size]
+        # The reference: this rank's local gradient and the global batch's gradient.
+        local_sq = sq_grad(x, y)
+        global_sq = sq_grad(xg, yg)
+        for q in reference_net.parameters():
+            q.grad = None
+        loss_fn(reference_net(xg), yg).backward()
+        for g in ref_opt.param_groups:
+            g["lr"] = run.lr(step)
+        ref_opt.step()
+        reference.append({"step": step, "local_sq": local_sq, "global_sq": global_sq})
+        opt.zero_grad()
+        loss = run.backward(model, loss_fn, x, y)
+        opt.step()
+        run.log_step(loss)
+    # DDP kept the replicas equal to the reference trained on the global batch.
+    diff = max(float((a - b).abs().max()) for a, b in
+               zip(net.parameters(), reference_net.parameters()))
+    return {"steps": reference, "max_param_diff": diff}
+
+
+def main():
+    run = batchlab.init()
+    dist.init_process_group("gloo")
+    p = run.params
+    reference = decisions(run, p) if p["mode"] == "decisions" else gns(run, p)
+    with open(f"{p['out']}.rank{run.rank}", "w") as f:
+        json.dump({"step": run.step, "outcome": run.outcome, "reference": reference}, f)
+    run.finish()
+
+
+if __name__ == "__main__":
+    main()
