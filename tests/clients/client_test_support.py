@@ -1,5 +1,7 @@
 """Shared helpers of the client's tests: the client on sys.path, temp folders, a config file."""
 import json
+import sqlite3
+import subprocess
 import os
 import shutil
 import sys
@@ -47,3 +49,33 @@ def program_env(extra=None):
            and not k.startswith("OMPI_")}
     env.update(extra or {})
     return env
+
+
+class StudyTest(TempDirTest):
+    """Runs the `batchlab` CLI (BATCHLAB_BIN) on a database in the test's folder, with the
+    client importable by the programs it launches (PYTHONPATH)."""
+
+    def setUp(self):
+        super().setUp()
+        self.bin = env_path("BATCHLAB_BIN")
+        self.db = self.path("batchlab.db")
+
+    def batchlab(self, *args, expect=0, timeout=600):
+        env = program_env({"PYTHONPATH": CLIENT, "OMP_NUM_THREADS": "1",
+                           "PYTHONDONTWRITEBYTECODE": "1"})
+        done = subprocess.run([self.bin, "--db", self.db, *args], capture_output=True,
+                              text=True, env=env, timeout=timeout, cwd=self.dir)
+        if expect is not None:
+            self.assertEqual(done.returncode, expect,
+                             f"batchlab {' '.join(args)}\n{done.stdout}\n{done.stderr}")
+        return done
+
+    def batchlab_json(self, *args):
+        return json.loads(self.batchlab(*args, "--format", "json").stdout)
+
+    def write_spec(self, spec, name="spec.json"):
+        return self.write_config(spec, name)
+
+    def query(self, sql, *params):
+        with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True) as db:
+            return db.execute(sql, params).fetchall()
