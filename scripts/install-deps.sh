@@ -12,7 +12,9 @@ packages=(
   libfmt-dev libcli11-dev libgtest-dev
   dataset-fashion-mnist
   slurm-wlm munge
-  python3-torch python3-optuna  # peer baselines for bench/ only; never linked or imported by batchlab
+  python3-torch                 # clients/python tests and examples/pytorch-ddp (never linked by batchlab)
+  python3-pip python3-setuptools  # `pip install --no-build-isolation ./clients/python` (tested offline)
+  python3-optuna                # peer baseline for bench/ only
 )
 missing=()
 for p in "${packages[@]}"; do
