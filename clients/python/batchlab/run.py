@@ -29,6 +29,21 @@ from .metrics import MetricsWriter
 OUTCOME_CODES = {"completed": 0, "target_reached": 3, "diverged": 4, "budget_exhausted": 5}
 
 
+_RESERVED = frozenset(("seq", "kind", "step", "samples", "epoch", "loss", "lr", "seconds",
+                       "step_seconds", "gns_b_small", "gns_b_big", "gns_sq_small", "gns_sq_big"))
+
+
+def _metrics(metrics):
+    """The program's own metrics as floats; a protocol field's name is refused."""
+    out = {}
+    for name, value in metrics.items():
+        if name in _RESERVED:
+            raise ValueError(f"batchlab: {name!r} is a field of the protocol's lines; name your "
+                             "metric differently")
+        out[name] = _number(name, value)
+    return out
+
+
 def _number(name, value):
     """A float from a Python number or a one-element tensor (anything with .item())."""
     if hasattr(value, "item"):
@@ -151,6 +166,7 @@ class Run:
         if self._start_time is None:
             self.start()
         step = self.step + 1
+        extra = _metrics(metrics)  # checked before any collective
         now = self._clock()
         local = [_number("loss", loss), now - self._start_time]
         gns = self._gns
@@ -177,8 +193,7 @@ class Run:
         began = self._step_began if self._yielded == step else None
         if began is not None:
             line["step_seconds"] = now - began
-        for name, value in metrics.items():
-            line[name] = _number(name, value)
+        line.update(extra)
         self._writer.write(line)
         self._gns = None
         self.step = step
@@ -209,8 +224,9 @@ class Run:
         """Writes an `eval` line for the current step with rank 0's values (broadcast, so every
         rank takes the same target decision) and checks a test_accuracy/test_loss target.
         Every rank must call it. Typical metrics: test_accuracy, test_loss."""
-        names = list(metrics)
-        local = [_number(n, metrics[n]) for n in names]
+        checked = _metrics(metrics)
+        names = list(checked)
+        local = [checked[n] for n in names]
         now = self._clock() - self._start_time if self._start_time is not None else 0.0
         values = self._shared().from_rank0(local + [now])
         seconds = values[-1]
