@@ -19,28 +19,26 @@ class PytorchDdpStudyTest(StudyTest):
         # Scaled down: 6000 training rows, 500 held out, 70 % test accuracy within 2 epochs.
         base["program"]["command"] = ["/usr/bin/python3", os.path.join(EXAMPLE, "train.py"),
                                       "--train-samples", "6000", "--test-samples", "500"]
-        base["program"]["workdir"] = EXAMPLE
+        base["program"]["validate"] = False  # tested in client_study_test; saves a torch import
         base["budget"] = {"epochs": 2}
         base["eval"] = {"every_steps": 10}
         base["target"]["value"] = 0.7
         base["gns"] = {"every_steps": 5}
         spec["name"] = "ddp-e2e"
         spec["axes"] = {"batch_size": [32, 64, 128]}
-        spec["zip"] = None
-        del spec["zip"]
-        spec_1 = self.write_spec(spec, "one_rank.json")
-        # The same study's 2-rank runs, once per launch mode.
-        two = json.loads(json.dumps(spec))
-        two["axes"] = {"batch_size": [64], "program.launch": ["mpirun", "torchrun"]}
-        two["base"]["nodes"] = 2
-        two["name"] = "ddp-e2e-2"
-        spec_2 = self.write_spec(two, "two_ranks.json")
-        self.batchlab("sweep", "run", spec_1, "--slots", "2")
-        self.batchlab("sweep", "run", spec_2, "--slots", "2")
+        self.batchlab("sweep", "run", self.write_spec(spec, "one_rank.json"), "--slots", "2")
+        # 2 ranks at batch 64, once per launch mode.
+        for launch in ("mpirun", "torchrun"):
+            two = json.loads(json.dumps(spec))
+            two["name"] = f"ddp-e2e-{launch}"
+            two["axes"] = {"batch_size": [64]}
+            two["base"]["nodes"] = 2
+            two["base"]["program"]["launch"] = launch
+            self.batchlab("sweep", "run", self.write_spec(two, f"{launch}.json"), "--slots", "2")
 
-        runs = self.batchlab_json("results", "list", "--sweep", "ddp-e2e")
-        print(runs)
-        for name in ("ddp-e2e", "ddp-e2e-2"):
+        listed = self.batchlab("results", "list", "--sweep", "ddp-e2e", "--format", "csv")
+        self.assertEqual(len(listed.stdout.strip().splitlines()), 4, listed.stdout)
+        for name in ("ddp-e2e", "ddp-e2e-mpirun", "ddp-e2e-torchrun"):
             rows = self.query("SELECT batch_size, world_size, state, target_step FROM "
                               "run_summary WHERE sweep = ?", name)
             for batch, world, state, target_step in rows:
@@ -58,10 +56,12 @@ class PytorchDdpStudyTest(StudyTest):
         self.assertGreater(crit["crit"]["b_crit"]["value"], 0)
         for r in gns["gns"]["runs"]:
             self.assertGreater(r["b_simple"]["value"], 0, r)
-        gns2 = self.batchlab_json("analyze", "gns", "--sweep", "ddp-e2e-2", "--resamples", "200")
-        for r in gns2["gns"]["runs"]:
-            self.assertEqual(r["world_size"], 2)
-            self.assertGreater(r["b_simple"]["value"], 0, r)
+        for launch in ("mpirun", "torchrun"):
+            gns2 = self.batchlab_json("analyze", "gns", "--sweep", f"ddp-e2e-{launch}",
+                                      "--resamples", "200")
+            for r in gns2["gns"]["runs"]:
+                self.assertEqual(r["world_size"], 2)
+                self.assertGreater(r["b_simple"]["value"], 0, r)
 
         self.batchlab("report", "--sweep", "ddp-e2e", "--out", self.path("report"))
         with open(self.path("report/report.md"), encoding="utf-8") as f:
