@@ -72,7 +72,10 @@ class TwoRankTest(TempDirTest):
 
     def test_hook_fields_equal_independent_norms(self):
         codes, results = self.launch({
-            "batch_size": 16, "budget": {"steps": 6}, "gns": {"every_steps": 2},
+            # accumulation 2: DDP synchronizes the second micro-batch only (no_sync), and the
+            # hook sees the whole local batch's gradient.
+            "batch_size": 16, "accumulation": 2, "budget": {"steps": 6},
+            "gns": {"every_steps": 2},
             "lr": {"base": 0.05, "warmup_steps": 2, "base_batch_size": 8, "rule": "linear"},
             "params": {"mode": "gns", "out": self.path("out")}})
         self.assertEqual([c for c, _ in codes], [0, 0], codes)
