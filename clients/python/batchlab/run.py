@@ -100,17 +100,7 @@ class Run:
         if self._start_time is not None:
             return
         cfg = self.cfg
-        try:
-            if train_samples is not None:
-                self.steps_per_epoch = steps_per_epoch(int(train_samples), cfg.world_size,
-                                                       cfg.local_batch_size)
-            self.total_steps = total_steps(cfg.budget_steps, cfg.budget_epochs,
-                                           cfg.budget_samples, cfg.batch_size,
-                                           self.steps_per_epoch)
-            self._schedule = LrSchedule(cfg.lr, cfg.batch_size, self.total_steps,
-                                        self.steps_per_epoch)
-        except ConfigError as e:
-            fail_config(e, self.rank)
+        self._plan(train_samples)
         if self.is_main:
             self._writer = MetricsWriter.open(cfg.metrics_path)
             if cfg.metrics_path:
@@ -129,11 +119,28 @@ class Run:
                      "client": "python"})
         self._writer.write(line)
 
+    def _plan(self, train_samples=None):
+        """The steps per epoch, the step budget and the LR schedule (a bad config exits 2)."""
+        if self._schedule is not None and train_samples is None:
+            return
+        cfg = self.cfg
+        try:
+            if train_samples is not None:
+                self.steps_per_epoch = steps_per_epoch(int(train_samples), cfg.world_size,
+                                                       cfg.local_batch_size)
+            self.total_steps = total_steps(cfg.budget_steps, cfg.budget_epochs,
+                                           cfg.budget_samples, cfg.batch_size,
+                                           self.steps_per_epoch)
+            self._schedule = LrSchedule(cfg.lr, cfg.batch_size, self.total_steps,
+                                        self.steps_per_epoch)
+        except ConfigError as e:
+            fail_config(e, self.rank)
+
     def lr(self, step):
         """The LR of step `step` (counting from 1, as in the step lines): exactly the runner's
-        LrSchedule::At(step - 1) for this config's rule, warmup and schedule."""
-        if self._schedule is None:
-            self.start()
+        LrSchedule::At(step - 1) for this config's rule, warmup and schedule. Before steps(),
+        an epochs budget or warmup needs run.start(train_samples=N) first."""
+        self._plan()
         return self._schedule.at(step - 1)
 
     # --- the loop ----------------------------------------------------------------------------
