@@ -89,7 +89,7 @@ def batches(n, local_batch, rank, world, seed):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--batch-size", type=int, default=128, help="global batch size")
-    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--lr", type=float, default=0.02)
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--width", type=int, default=8)

@@ -16,13 +16,13 @@ class PytorchDdpStudyTest(StudyTest):
             spec = json.load(f)
         base = spec["base"]
         self.assertEqual(base["program"]["command"], ["/usr/bin/python3", "train.py"])
-        # Scaled down: 6000 training rows, 500 held out, 70 % test accuracy within 2 epochs.
+        # Scaled down: 6000 training rows, 500 held out, 65 % test accuracy within 2 epochs.
         base["program"]["command"] = ["/usr/bin/python3", os.path.join(EXAMPLE, "train.py"),
                                       "--train-samples", "6000", "--test-samples", "500"]
         base["program"]["validate"] = False  # tested in client_study_test; saves a torch import
         base["budget"] = {"epochs": 2}
         base["eval"] = {"every_steps": 10}
-        base["target"]["value"] = 0.7
+        base["target"]["value"] = 0.65
         base["gns"] = {"every_steps": 5}
         spec["name"] = "ddp-e2e"
         spec["axes"] = {"batch_size": [32, 64, 128]}
