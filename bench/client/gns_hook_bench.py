@@ -9,9 +9,10 @@ ResNet-style CNN (examples/pytorch-ddp): `plain` with DDP's built-in allreduce, 
 batchlab's hook measuring on every step (the worst case: gns.every_steps = 1). Rounds alternate
 `--steps` steps of each; a step is zero_grad, forward, backward (the allreduce), optimizer step,
 and for `hooked` also reading the norms (what log_step does). Rank 0 prints one JSON line with
-the median step times and hook_ratio = hooked / plain (the issue's bound: <= 1.05). It also
-times the whole client step (run.backward + run.log_step, which adds one 3-float allreduce)
-as client_ratio.
+the median wall-clock step times and hook_ratio = hooked / plain (the issue's bound: <= 1.05),
+and the same for the CPU time of the rank's process (all its threads; steadier than wall time on
+a loaded machine). It also times the whole client step (run.backward + run.log_step, which adds
+one 3-float allreduce) as client_ratio.
 """
 import argparse
 import json
@@ -80,13 +81,17 @@ def worker(args):
         client_opt.step()
         run.log_step(loss)
 
-    def timed(fn):
+    cpu = {"plain": 0.0, "hooked": 0.0, "client": 0.0}
+
+    def timed(name, fn):
         dist.barrier()
         out = []
+        c = time.process_time()
         for _ in range(args.steps):
             t = time.perf_counter()
             fn()
             out.append(time.perf_counter() - t)
+        cpu[name] += time.process_time() - c
         return out
 
     times = {"plain": [], "hooked": [], "client": []}
@@ -96,22 +101,28 @@ def worker(args):
     for r in range(args.rounds):
         order = [("plain", step_plain), ("hooked", step_hooked), ("client", step_client)]
         for name, fn in (order if r % 2 == 0 else order[::-1]):
-            times[name] += timed(fn)
+            times[name] += timed(name, fn)
     # Every rank's median, averaged (a step ends when the slowest rank's allreduce does).
-    med = torch.tensor([statistics.median(times[k]) for k in ("plain", "hooked", "client")],
-                       dtype=torch.float64)
+    n = args.steps * args.rounds
+    names = ("plain", "hooked", "client")
+    med = torch.tensor([statistics.median(times[k]) for k in names] +
+                       [cpu[k] / n for k in names], dtype=torch.float64)
     dist.all_reduce(med)
     med /= world
     if rank == 0:
-        plain_s, hooked_s, client_s = med.tolist()
+        plain_s, hooked_s, client_s, plain_c, hooked_c, client_c = med.tolist()
         print(json.dumps({"ranks": world, "batch": args.batch, "width": args.width,
                           "steps_per_variant": args.steps * args.rounds,
                           "plain_step_ms": round(plain_s * 1e3, 3),
                           "hooked_step_ms": round(hooked_s * 1e3, 3),
                           "client_step_ms": round(client_s * 1e3, 3),
                           "hook_ratio": round(hooked_s / plain_s, 4),
-                          "client_ratio": round(client_s / plain_s, 4)}))
-    dist.destroy_process_group()
+                          "client_ratio": round(client_s / plain_s, 4),
+                          "plain_cpu_ms": round(plain_c * 1e3, 3),
+                          "hooked_cpu_ms": round(hooked_c * 1e3, 3),
+                          "hook_cpu_ratio": round(hooked_c / plain_c, 4),
+                          "client_cpu_ratio": round(client_c / plain_c, 4)}), flush=True)
+    os._exit(0)  # not the interpreter's shutdown: see Run.finish (gloo + Python hook at exit)
 
 
 def main():

@@ -17,6 +17,7 @@ batchlab records the attempt as failed.
 import atexit
 import math
 import numbers
+import os
 import socket
 import sys
 import time
@@ -267,7 +268,9 @@ class Run:
 
     def finish(self, exit=True):
         """Writes the `end` line (rank 0) and exits with the outcome's code: 0 completed,
-        3 target_reached, 4 diverged, 5 budget_exhausted. With exit=False, returns the code."""
+        3 target_reached, 4 diverged, 5 budget_exhausted. With exit=False, returns the code.
+        Call it last: when the noise hook was registered, the process ends at once (os._exit,
+        after flushing stdout and stderr), without Python's exit handlers."""
         if self._start_time is None:
             self.start()
         outcome = self.outcome
@@ -289,6 +292,13 @@ class Run:
         code = OUTCOME_CODES[outcome]
         if exit:
             sys.stdout.flush()
+            sys.stderr.flush()
+            if self._probe is not None:
+                # After a Python DDP communication hook has run, PyTorch (1.13, gloo) can
+                # deadlock while the interpreter shuts down: a gloo worker thread releasing a
+                # Python-owned tensor waits for the GIL that the main thread holds while it joins
+                # that worker. Nothing of the run is left to write, so leave at once.
+                os._exit(code)
             sys.exit(code)
         return code
 
