@@ -6,6 +6,8 @@
 
 #include <fmt/core.h>
 
+#include "results/table_writer.h"
+
 namespace batchlab::analysis {
 
 std::string FormatNumber(double v, int significant) {
@@ -39,29 +41,7 @@ std::string HtmlEscape(const std::string& s) {
 }
 
 std::string Table::ToText() const {
-  std::vector<size_t> width(columns.size(), 0);
-  for (size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].size();
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c) {
-      width[c] = std::max(width[c], row[c].size());
-    }
-  }
-  std::string out = title + "\n";
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string l;
-    for (size_t c = 0; c < width.size(); ++c) {
-      const std::string cell = c < cells.size() ? cells[c] : "";
-      l += fmt::format("{:<{}}", cell, width[c]);
-      if (c + 1 < width.size()) l += "  ";
-    }
-    while (!l.empty() && l.back() == ' ') l.pop_back();
-    return l + "\n";
-  };
-  out += line(columns);
-  std::vector<std::string> rule;
-  for (size_t w : width) rule.push_back(std::string(w, '-'));
-  out += line(rule);
-  for (const auto& row : rows) out += line(row);
+  std::string out = title + "\n" + results::FormatRows(columns, rows, results::OutputFormat::kTable);
   if (rows.empty()) out += "(no rows)\n";
   for (const std::string& n : notes) out += n + "\n";
   return out;
@@ -116,23 +96,11 @@ std::string Table::ToHtml() const {
 }
 
 std::string Table::ToCsv() const {
-  auto field = [](const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    std::string out = "\"";
-    for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-  };
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string l;
-    for (size_t c = 0; c < columns.size(); ++c) {
-      if (c) l += ',';
-      l += field(c < cells.size() ? cells[c] : "");
-    }
-    return l + "\r\n";
-  };
-  std::string out = line(columns);
-  for (const auto& row : rows) out += line(row);
-  return out;
+  return results::FormatRows(columns, rows, results::OutputFormat::kCsv);
+}
+
+std::string Table::ToJson() const {
+  return results::FormatRows(columns, rows, results::OutputFormat::kJson);
 }
 
 }  // namespace batchlab::analysis

@@ -20,10 +20,13 @@ struct Table {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> notes;  // sentences shown under the table (not in the CSV)
 
-  std::string ToText() const;      // columns padded to width, notes after
+  // Text, CSV and JSON go through results/table_writer.h, the one writer of the CLI: numeric
+  // columns right-aligned with one number style per column.
+  std::string ToText() const;      // title, columns padded to width, notes after
   std::string ToMarkdown() const;  // "### title", a pipe table, notes as paragraphs
   std::string ToHtml() const;      // <h3>, <table>, <p> notes; text escaped
   std::string ToCsv() const;       // RFC 4180: header + rows, quoted where needed
+  std::string ToJson() const;      // an array of objects; numeric cells as numbers
 };
 
 // `v` with `significant` significant digits ("912.5", "1.25e+05"); "inf", "-inf", "nan".

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 
@@ -36,26 +37,103 @@ std::string UtcTime(double unix_seconds) {
   return buf;
 }
 
-std::string HumanReal(double x) {
-  const double a = std::fabs(x);
-  if (x == 0) return "0";
-  if (a >= 1e7 || a < 1e-3) return fmt::format("{:.3e}", x);
-  if (a >= 100) return fmt::format("{:.1f}", x);
-  return fmt::format("{:.4f}", x);
+bool NeedsScientific(double v) {
+  const double a = std::fabs(v);
+  return std::isfinite(v) && v != 0 && (a < 1e-3 || a >= 1e7);
 }
 
+std::string FormatRealIn(double v, bool scientific, int significant) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (scientific && v != 0) return fmt::format("{:.{}e}", v, significant - 1);
+  if (v == 0) return "0";
+  const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  return fmt::format("{:.{}f}", v, std::max(0, significant - 1 - exponent));
+}
+
+// A cell of the table format: its text, or a real formatted once its column's style is known.
+struct Cell {
+  std::string text;
+  bool is_real = false;
+  double real = 0;
+};
+
 // One cell as a person reads it in the table format.
-std::string TableCell(const Statement& st, int c, const std::string& column) {
+Cell TableCell(const Statement& st, int c, const std::string& column) {
   switch (st.ColumnType(c)) {
     case SQLITE_NULL:
-      return "";
+      return {};
     case SQLITE_INTEGER:
-      return fmt::format("{}", st.ColumnInt(c));
+      return {fmt::format("{}", st.ColumnInt(c))};
     case SQLITE_FLOAT:
-      return EndsWith(column, "_at") ? UtcTime(st.ColumnDouble(c)) : HumanReal(st.ColumnDouble(c));
+      if (EndsWith(column, "_at")) return {UtcTime(st.ColumnDouble(c))};
+      return {"", true, st.ColumnDouble(c)};
     default:
-      return st.ColumnText(c);
+      return {st.ColumnText(c)};
   }
+}
+
+// Aligned text: a header, a rule, the rows; numeric columns right-aligned, each column's reals
+// in one style (scientific for all when one of them needs it).
+void AppendAligned(fmt::memory_buffer& buf, const std::vector<std::string>& columns,
+                   std::vector<std::vector<Cell>>& rows, const std::vector<bool>& numeric) {
+  const size_t n = columns.size();
+  for (size_t c = 0; c < n; ++c) {
+    bool scientific = false;
+    for (const auto& r : rows) scientific = scientific || (r[c].is_real && NeedsScientific(r[c].real));
+    for (auto& r : rows) {
+      if (r[c].is_real) r[c].text = FormatRealIn(r[c].real, scientific, 4);
+    }
+  }
+  std::vector<size_t> width(n);
+  for (size_t c = 0; c < n; ++c) {
+    width[c] = columns[c].size();
+    for (const auto& r : rows) width[c] = std::max(width[c], r[c].text.size());
+  }
+  auto line = [&](auto text_of) {
+    for (size_t c = 0; c < n; ++c) {
+      if (c > 0) buf.append(std::string_view("  "));
+      const std::string& t = text_of(c);
+      if (numeric[c]) {
+        fmt::format_to(std::back_inserter(buf), "{:>{}}", t, width[c]);
+      } else if (c + 1 < n) {
+        fmt::format_to(std::back_inserter(buf), "{:<{}}", t, width[c]);
+      } else {
+        buf.append(t);
+      }
+    }
+    buf.push_back('\n');
+  };
+  line([&](size_t c) -> const std::string& { return columns[c]; });
+  std::vector<std::string> rule(n);
+  for (size_t c = 0; c < n; ++c) rule[c] = std::string(width[c], '-');
+  line([&](size_t c) -> const std::string& { return rule[c]; });
+  for (const auto& r : rows) line([&](size_t c) -> const std::string& { return r[c].text; });
+}
+
+// What a text cell holds, for FormatRows.
+enum class TextKind { kEmpty, kInteger, kReal, kPercent, kText };
+
+TextKind KindOf(const std::string& s) {
+  if (s.empty()) return TextKind::kEmpty;
+  if (s == "inf" || s == "-inf" || s == "nan") return TextKind::kReal;
+  std::string_view v(s);
+  const bool percent = v.back() == '%';
+  if (percent) v.remove_suffix(1);
+  if (v.empty()) return TextKind::kText;
+  const size_t digits = v.find_first_not_of("0123456789", v.front() == '-' ? 1 : 0);
+  if (digits == std::string_view::npos && v.size() > (v.front() == '-' ? 1u : 0u)) {
+    return percent ? TextKind::kPercent : TextKind::kInteger;
+  }
+  // A real has a '.' or a signed exponent (so hex run ids like 123e4567 stay text).
+  const bool real_like = v.find('.') != std::string_view::npos ||
+                         v.find("e+") != std::string_view::npos ||
+                         v.find("e-") != std::string_view::npos;
+  const std::string copy(v);
+  char* end = nullptr;
+  std::strtod(copy.c_str(), &end);
+  if (!real_like || end != copy.c_str() + copy.size()) return TextKind::kText;
+  return percent ? TextKind::kPercent : TextKind::kReal;
 }
 
 void AppendCsvField(fmt::memory_buffer& buf, std::string_view s) {
@@ -133,6 +211,77 @@ void Flush(fmt::memory_buffer& buf, std::FILE* out) {
 
 }  // namespace
 
+std::string FormatReal(double v, int significant) {
+  return FormatRealIn(v, NeedsScientific(v), significant);
+}
+
+std::string FormatRows(const std::vector<std::string>& columns,
+                       const std::vector<std::vector<std::string>>& rows, OutputFormat format) {
+  const size_t n = columns.size();
+  std::vector<std::vector<TextKind>> kinds(rows.size(), std::vector<TextKind>(n));
+  std::vector<bool> numeric(n, true);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t c = 0; c < n; ++c) {
+      kinds[i][c] = KindOf(c < rows[i].size() ? rows[i][c] : "");
+      if (kinds[i][c] == TextKind::kText) numeric[c] = false;
+    }
+  }
+  auto text = [&](size_t i, size_t c) -> std::string {
+    return c < rows[i].size() ? rows[i][c] : "";
+  };
+  fmt::memory_buffer buf;
+  if (format == OutputFormat::kTable) {
+    std::vector<std::vector<Cell>> cells(rows.size(), std::vector<Cell>(n));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      for (size_t c = 0; c < n; ++c) {
+        cells[i][c].text = text(i, c);
+        if (numeric[c] && kinds[i][c] == TextKind::kReal) {
+          cells[i][c].is_real = true;
+          cells[i][c].real = std::strtod(cells[i][c].text.c_str(), nullptr);
+        }
+      }
+    }
+    AppendAligned(buf, columns, cells, numeric);
+  } else if (format == OutputFormat::kCsv) {
+    for (size_t c = 0; c < n; ++c) {
+      if (c > 0) buf.push_back(',');
+      AppendCsvField(buf, columns[c]);
+    }
+    buf.push_back('\n');
+    for (size_t i = 0; i < rows.size(); ++i) {
+      for (size_t c = 0; c < n; ++c) {
+        if (c > 0) buf.push_back(',');
+        AppendCsvField(buf, text(i, c));
+      }
+      buf.push_back('\n');
+    }
+  } else {
+    if (format == OutputFormat::kJson) buf.push_back('[');
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (format == OutputFormat::kJson) buf.append(std::string_view(i == 0 ? "\n  " : ",\n  "));
+      nlohmann::ordered_json o = nlohmann::ordered_json::object();
+      for (size_t c = 0; c < n; ++c) {
+        const std::string t = text(i, c);
+        const TextKind k = kinds[i][c];
+        if (k == TextKind::kEmpty) {
+          o[columns[c]] = nullptr;
+        } else if (k == TextKind::kInteger) {
+          o[columns[c]] = std::strtoll(t.c_str(), nullptr, 10);
+        } else if (k == TextKind::kReal) {
+          const double d = std::strtod(t.c_str(), nullptr);
+          o[columns[c]] = std::isfinite(d) ? nlohmann::ordered_json(d) : nullptr;
+        } else {
+          o[columns[c]] = t;
+        }
+      }
+      buf.append(o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      if (format == OutputFormat::kJsonl) buf.push_back('\n');
+    }
+    if (format == OutputFormat::kJson) buf.append(std::string_view(rows.empty() ? "]\n" : "\n]\n"));
+  }
+  return fmt::to_string(buf);
+}
+
 const char* OutputFormatName(OutputFormat f) {
   for (const auto& [format, name] : kNames) {
     if (format == f) return name;
@@ -162,41 +311,21 @@ StatusOr<int64_t> WriteRows(Statement& st, OutputFormat format, std::FILE* out) 
   int64_t rows = 0;
 
   if (format == OutputFormat::kTable) {
-    std::vector<std::vector<std::string>> cells;
+    std::vector<std::vector<Cell>> cells;
     std::vector<bool> numeric(n, true);
-    std::vector<size_t> width(n);
-    for (int c = 0; c < n; ++c) width[c] = columns[c].size();
+    for (int c = 0; c < n; ++c) numeric[c] = !EndsWith(columns[c], "_at");
     while (true) {
       BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
       if (!row) break;
-      std::vector<std::string> r(n);
+      std::vector<Cell> r(n);
       for (int c = 0; c < n; ++c) {
         const int type = st.ColumnType(c);
         if (type == SQLITE_TEXT || type == SQLITE_BLOB) numeric[c] = false;
         r[c] = TableCell(st, c, columns[c]);
-        if (EndsWith(columns[c], "_at")) numeric[c] = false;
-        width[c] = std::max(width[c], r[c].size());
       }
       cells.push_back(std::move(r));
     }
-    auto line = [&](const std::vector<std::string>& r) {
-      for (int c = 0; c < n; ++c) {
-        if (c > 0) buf.append(std::string_view("  "));
-        if (numeric[c]) {
-          fmt::format_to(std::back_inserter(buf), "{:>{}}", r[c], width[c]);
-        } else if (c + 1 < n) {
-          fmt::format_to(std::back_inserter(buf), "{:<{}}", r[c], width[c]);
-        } else {
-          buf.append(r[c]);
-        }
-      }
-      buf.push_back('\n');
-    };
-    line(columns);
-    std::vector<std::string> rule(n);
-    for (int c = 0; c < n; ++c) rule[c] = std::string(width[c], '-');
-    line(rule);
-    for (const auto& r : cells) line(r);
+    AppendAligned(buf, columns, cells, numeric);
     Flush(buf, out);
     return static_cast<int64_t>(cells.size());
   }

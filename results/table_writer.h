@@ -5,15 +5,21 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(auto st, db->Prepare("SELECT * FROM run_summary"));
 //   BATCHLAB_ASSIGN_OR_RETURN(int64_t rows, WriteRows(st, format, stdout));
 //
-// Table: NULL prints empty, reals with 4 significant decimals, `*_at` columns as UTC times.
+// Table: NULL prints empty, numbers right-aligned, reals with 4 significant digits in one style
+// per column (fixed, or scientific for the whole column when one of its values needs it), `*_at`
+// columns as UTC times.
 // CSV: RFC 4180 quoting, a header row, reals in shortest round-trip form, NULL empty.
 // JSON: an array of objects (one per line); JSONL: one object per line; NULL is null.
 // The table format holds all rows to align them; the others stream.
+//
+// The same writer renders rows already held as text (the analysis tables):
+//   fmt::print("{}", FormatRows({"batch_size", "steps"}, {{"256", "912.5"}}, OutputFormat::kTable));
 #ifndef BATCHLAB_RESULTS_TABLE_WRITER_H_
 #define BATCHLAB_RESULTS_TABLE_WRITER_H_
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,6 +38,16 @@ const char* OutputFormatName(OutputFormat f);
 
 // Steps `st` to its end, writing the header and every row to `out`. Returns the row count.
 StatusOr<int64_t> WriteRows(Statement& st, OutputFormat format, std::FILE* out);
+
+// `rows` of text cells ("" = no value) in `format`. A column whose non-empty cells all read as
+// numbers is numeric: right-aligned (a trailing % allowed), its reals in one style, and JSON
+// numbers rather than strings.
+std::string FormatRows(const std::vector<std::string>& columns,
+                       const std::vector<std::vector<std::string>>& rows, OutputFormat format);
+
+// `v` with `significant` significant digits in fixed notation ("912.5", "0.001300", "12345"),
+// or scientific ("8.986e-04") below 1e-3 or from 1e7; "inf", "-inf", "nan".
+std::string FormatReal(double v, int significant = 4);
 
 }  // namespace batchlab::results
 

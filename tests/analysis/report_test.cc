@@ -95,7 +95,7 @@ TEST(TableTest, EscapesHtmlAndCsv) {
   const std::string html = t.ToHtml();
   EXPECT_EQ(html.find("<script>"), std::string::npos);
   EXPECT_NE(html.find("&lt;script&gt;"), std::string::npos);
-  EXPECT_EQ(t.ToCsv(), "x,y\r\n\"1,2\",\"say \"\"hi\"\"\"\r\n<script>,|\r\n");
+  EXPECT_EQ(t.ToCsv(), "x,y\n\"1,2\",\"say \"\"hi\"\"\"\n<script>,|\n");
   EXPECT_NE(t.ToMarkdown().find("\\|"), std::string::npos);
   EXPECT_NE(t.ToText().find("<script>  |"), std::string::npos);
 }

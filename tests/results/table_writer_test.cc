@@ -1,0 +1,72 @@
+// The one table/CSV/JSON writer of the CLI on rows held as text (the analysis tables use it).
+#include "results/table_writer.h"
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace batchlab::results {
+namespace {
+
+std::vector<std::string> Lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST(TableWriterTest, NumbersAreRightAlignedWithOneStylePerColumn) {
+  const std::string t = FormatRows({"run", "value", "steps"},
+                                   {{"a", "0.0013", "12"}, {"bb", "0.0008986", "1200"}},
+                                   OutputFormat::kTable);
+  const std::vector<std::string> lines = Lines(t);
+  ASSERT_EQ(lines.size(), 4u) << t;
+  // One column holding 1.3e-3 and 8.986e-4: both scientific with 4 significant digits.
+  EXPECT_NE(lines[2].find("1.300e-03"), std::string::npos) << t;
+  EXPECT_NE(lines[3].find("8.986e-04"), std::string::npos) << t;
+  // Right-aligned: every line ends at the same column, the integers flush right.
+  EXPECT_EQ(lines[2].size(), lines[3].size()) << t;
+  EXPECT_EQ(lines[2].substr(lines[2].size() - 4), "  12") << t;
+  EXPECT_EQ(lines[0].substr(0, 3), "run");
+}
+
+TEST(TableWriterTest, FixedStyleKeepsFourSignificantDigits) {
+  const std::string t =
+      FormatRows({"x"}, {{"0.5"}, {"912.5"}, {"0.00125"}, {"inf"}}, OutputFormat::kTable);
+  const std::vector<std::string> lines = Lines(t);
+  EXPECT_EQ(lines[2], "  0.5000");  // width of "0.001250"
+  EXPECT_EQ(lines[3], "   912.5");
+  EXPECT_EQ(lines[4], "0.001250");
+  EXPECT_EQ(FormatReal(123456789.0), "1.235e+08");
+  EXPECT_EQ(FormatReal(0), "0");
+}
+
+TEST(TableWriterTest, HexIdsAndPercentagesAreNotReformatted) {
+  const std::string t = FormatRows({"id", "eff"}, {{"123e4567", "98.5%"}, {"00ab", "7%"}},
+                                   OutputFormat::kTable);
+  EXPECT_NE(t.find("123e4567"), std::string::npos) << t;
+  EXPECT_NE(t.find("98.5%"), std::string::npos) << t;
+  EXPECT_NE(t.find("   7%"), std::string::npos) << t;  // right-aligned
+}
+
+TEST(TableWriterTest, JsonHasNumbersNullsAndStrings) {
+  const std::string j = FormatRows({"id", "steps", "loss", "note"},
+                                   {{"a1", "12", "0.5", ""}, {"b2", "", "inf", "x"}},
+                                   OutputFormat::kJson);
+  const nlohmann::json v = nlohmann::json::parse(j);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0]["steps"], 12);
+  EXPECT_DOUBLE_EQ(v[0]["loss"].get<double>(), 0.5);
+  EXPECT_TRUE(v[0]["note"].is_null());
+  EXPECT_TRUE(v[1]["loss"].is_null());  // non-finite
+  EXPECT_EQ(v[1]["id"], "b2");
+  const std::string jl = FormatRows({"a"}, {{"1"}, {"2"}}, OutputFormat::kJsonl);
+  EXPECT_EQ(jl, "{\"a\":1}\n{\"a\":2}\n");
+  EXPECT_EQ(FormatRows({"a", "b"}, {{"x,y", "1"}}, OutputFormat::kCsv), "a,b\n\"x,y\",1\n");
+}
+
+}  // namespace
+}  // namespace batchlab::results
