@@ -17,7 +17,8 @@ namespace {
 
 std::string N(double v) { return FormatNumber(v); }
 
-// The headline findings, one sentence each (shared by Markdown and HTML).
+}  // namespace
+
 std::vector<std::string> Summary(const Study& s) {
   std::vector<std::string> out;
   std::string states;
@@ -66,6 +67,8 @@ std::vector<std::string> Summary(const Study& s) {
   }
   return out;
 }
+
+namespace {
 
 std::vector<std::string> Charts(const Study& s) {
   std::vector<std::string> charts;
@@ -168,7 +171,12 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
   for (const RunData& r : sweep.runs) ++s.states[r.state.empty() ? "unknown" : r.state];
   s.options = options;
   if (!options.target.empty()) BATCHLAB_RETURN_IF_ERROR(ParseTarget(options.target).status());
+  BATCHLAB_ASSIGN_OR_RETURN(const Preference prefer, ParsePreference(options.prefer));
   StatusOr<TargetSection> target = AnalyzeTarget(sweep, options);
+  if (!target.ok() && target.status().code() == StatusCode::kInvalidArgument &&
+      !options.target.empty()) {
+    return target.status();  // the user's --target names no metric of the sweep
+  }
   s.gns = AnalyzeGns(sweep, options);
   s.scaling = AnalyzeScaling(sweep, options);
   if (target.ok()) {
@@ -176,6 +184,7 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
     s.crit = AnalyzeCrit(s.target, s.gns, options);
     s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
     s.pareto = AnalyzePareto(s.target);  // points into s.target, which no longer moves here
+    s.recommendation = AnalyzeRecommendation(s.target, s.crit, s.projection, prefer);
   } else {
     s.target_status = target.status();
     s.crit.status = target.status();
@@ -199,6 +208,7 @@ std::vector<Table> StudyTables(const Study& s) {
     }
   }
   std::vector<Table> out;
+  if (!s.recommendation.measured.empty()) out.push_back(RecommendationTable(s.recommendation));
   for (auto&& group : {target, CritTables(s.crit), GnsTables(s.gns, s.options), pareto,
                        ScalingTables(s.scaling), ProjectionTables(s.projection)}) {
     out.insert(out.end(), group.begin(), group.end());
@@ -210,6 +220,10 @@ std::string RenderMarkdown(const Study& s) {
   std::string md = fmt::format("# batchlab report: sweep {} (version {})\n\n", s.sweep, s.version);
   md += "## Summary\n\n";
   for (const std::string& line : Summary(s)) md += "- " + line + "\n";
+  if (!s.recommendation.measured.empty()) {
+    md += fmt::format("\n## Recommendation (prefer {})\n\n", PreferenceName(s.recommendation.prefer));
+    for (const std::string& line : RecommendationLines(s.recommendation)) md += line + "\n\n";
+  }
   md +=
       "\nMethods, formulas and their sources: docs/methods.md. Projections are a model, not "
       "measurements.\n\n## Results\n\n";
@@ -228,7 +242,16 @@ std::string RenderHtml(const Study& s) {
       "<h1>batchlab report: sweep {0} (version {1})</h1>\n<h2>Summary</h2>\n<ul>\n",
       HtmlEscape(s.sweep), s.version);
   for (const std::string& line : Summary(s)) h += "<li>" + HtmlEscape(line) + "</li>\n";
-  h += "</ul>\n<p>Methods, formulas and their sources: docs/methods.md. Projections are a model, "
+  h += "</ul>\n";
+  if (!s.recommendation.measured.empty()) {
+    h += fmt::format("<h2>Recommendation (prefer {})</h2>\n<div class=\"recommendation\">\n",
+                     PreferenceName(s.recommendation.prefer));
+    for (const std::string& line : RecommendationLines(s.recommendation)) {
+      h += "<p>" + HtmlEscape(line) + "</p>\n";
+    }
+    h += "</div>\n";
+  }
+  h += "<p>Methods, formulas and their sources: docs/methods.md. Projections are a model, "
        "not measurements.</p>\n<h2>Charts</h2>\n<div>\n";
   for (const std::string& svg : Charts(s)) h += svg;
   h += "</div>\n<h2>Results</h2>\n";

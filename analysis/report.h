@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/recommendation.h"
 #include "analysis/study.h"
 #include "analysis/table.h"
 #include "base/status.h"
@@ -32,6 +33,7 @@ struct Study {
   ParetoSection pareto;
   ScalingSection scaling;
   ProjectionSection projection;
+  RecommendationSection recommendation;  // empty without a target
 
   Study() = default;
   Study(Study&&) = default;
@@ -44,6 +46,9 @@ struct Study {
 // target-dependent sections (steps to target, B_crit, Pareto, projection) then say why they are
 // empty (target_status).
 StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options);
+
+// The headline findings, one sentence each (the report's summary; `batchlab report` prints them).
+std::vector<std::string> Summary(const Study& study);
 
 // Every table of the study, in report order.
 std::vector<Table> StudyTables(const Study& study);

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 #include <tuple>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 namespace batchlab::analysis {
 
@@ -19,6 +21,25 @@ StatusOr<Target> ResolveTarget(const SweepData& sweep, const StudyOptions& optio
       "sweep '{}' sets no target in its runs' configs; pass --target METRIC OP VALUE, e.g. "
       "--target 'test_accuracy>=0.85'",
       sweep.name));
+}
+
+Status CheckTargetMetric(const SweepData& sweep, const Target& target) {
+  std::set<std::string> logged;
+  for (const RunData& r : sweep.runs) {
+    for (const auto& [name, series] : r.metrics) {
+      if (name == target.metric && !series.empty()) return OkStatus();
+      const bool bookkeeping = name.rfind("gns_", 0) == 0 || name == "samples" ||
+                               name == "seconds" || name == "step_seconds" ||
+                               name == "comm_seconds";
+      if (!series.empty() && !bookkeeping) logged.insert(name);
+    }
+  }
+  if (logged.empty()) return OkStatus();  // nothing logged yet: nothing to contradict
+  return InvalidArgumentError(fmt::format(
+      "--target '{}': no run of sweep '{}' logged the metric '{}'; metrics logged: {}; e.g. "
+      "--target '{}>=0.8'",
+      target.ToString(), sweep.name, target.metric, fmt::join(logged, ", "),
+      logged.count("test_accuracy") ? "test_accuracy" : *logged.begin()));
 }
 
 std::pair<int64_t, int64_t> GnsWindow(const StudyOptions& o) {
@@ -108,6 +129,7 @@ GnsSection AnalyzeGns(const SweepData& sweep, const StudyOptions& options) {
 StatusOr<TargetSection> AnalyzeTarget(const SweepData& sweep, const StudyOptions& options) {
   TargetSection out;
   BATCHLAB_ASSIGN_OR_RETURN(out.target, ResolveTarget(sweep, options));
+  if (!options.target.empty()) BATCHLAB_RETURN_IF_ERROR(CheckTargetMetric(sweep, out.target));
   out.hits = FindTargetHits(sweep.runs, out.target);
   out.best = BestPerBatchSize(out.hits);
   return out;

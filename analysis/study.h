@@ -48,10 +48,16 @@ struct StudyOptions {
   int max_world_size = 1024;
   double device_speedup = 1;
   int64_t parameters = 0;  // model size override; 0 = from the runs
+  // Recommendation: "time", "compute" or "balanced" (analysis/recommendation.h).
+  std::string prefer = "balanced";
 };
 
 // The target to use: options.target, else the sweep's; InvalidArgument when neither is set.
 StatusOr<Target> ResolveTarget(const SweepData& sweep, const StudyOptions& options);
+
+// InvalidArgument naming --target when the sweep's runs logged metrics but none logged
+// `target.metric` (a misspelt metric would otherwise count every run as never reaching it).
+Status CheckTargetMetric(const SweepData& sweep, const Target& target);
 
 struct GnsRun {
   std::string run_id;

@@ -1,14 +1,17 @@
-// `batchlab analyze gns|target|crit|pareto|scaling|project --sweep NAME [--format table|json]`:
-// loads one sweep read-only and prints one analysis section (analysis/study.h).
+// `batchlab analyze gns|target|crit|pareto|scaling|project|recommend --sweep NAME
+// [--format table|csv|json]`: loads one sweep read-only and prints one analysis section
+// (analysis/study.h); each subcommand has only the flags its section reads.
 //
 //   batchlab --db batchlab.db analyze crit --sweep quickstart --target 'test_accuracy>=0.85'
 //   batchlab analyze project --sweep quickstart --profile ib-400g --format json
+//   batchlab analyze recommend --sweep quickstart --prefer time
 #include <memory>
 #include <string>
 
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include "analysis/recommendation.h"
 #include "analysis/study.h"
 #include "analysis/study_json.h"
 #include "analysis/study_tables.h"
@@ -17,39 +20,55 @@
 
 namespace batchlab::cli {
 
-// The flags every analysis and the report share (also used by report_command.cc).
-void AddStudyFlags(CLI::App& cmd, analysis::StudyOptions& o) {
-  cmd.add_option("--target", o.target,
-                 "Target as METRIC OP VALUE, e.g. 'test_accuracy>=0.85' (default: the sweep's)");
-  cmd.add_option("--beta", o.beta, "EMA smoothing of the GNS series, in [0, 1)")
-      ->capture_default_str();
-  cmd.add_option("--from-step", o.from_step, "First step of the GNS estimate window")
-      ->capture_default_str();
-  cmd.add_option("--to-step", o.to_step, "Last step of the GNS estimate window (default: end)");
-  cmd.add_option("--at-step", o.at_step,
-                 "GNS at a chosen step: the window of the EMA's memory ending there")
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--resamples", o.resamples, "Bootstrap resamples")
-      ->capture_default_str()
-      ->check(CLI::Range(10, 1000000));
-  cmd.add_option("--confidence", o.confidence, "Confidence level of the intervals")
-      ->capture_default_str()
-      ->check(CLI::Range(0.5, 0.999));
-  cmd.add_option("--seed", o.seed, "Seed of the bootstrap")->capture_default_str();
-  cmd.add_option("--skip-steps", o.skip_steps, "Warm-up steps left out of timing averages")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--profile", o.profile, "Cluster profile: ib-100g, ib-400g, nvlink, eth-10g")
-      ->capture_default_str();
-  cmd.add_option("--max-nodes", o.max_world_size, "Largest projected world size")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  cmd.add_option("--device-speedup", o.device_speedup,
-                 "How many times faster the projected device computes than this machine")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd.add_option("--parameters", o.parameters, "Model size in scalars (default: from the runs)")
-      ->check(CLI::NonNegativeNumber);
+void AddStudyFlags(CLI::App& cmd, analysis::StudyOptions& o, unsigned groups) {
+  if (groups & kTargetFlag) {
+    cmd.add_option("--target", o.target,
+                   "Target as METRIC OP VALUE, e.g. 'test_accuracy>=0.85' (default: the sweep's)");
+  }
+  if (groups & kGnsFlags) {
+    cmd.add_option("--beta", o.beta, "EMA smoothing of the GNS series, in [0, 1)")
+        ->capture_default_str();
+    cmd.add_option("--from-step", o.from_step, "First step of the GNS estimate window")
+        ->capture_default_str();
+    cmd.add_option("--to-step", o.to_step, "Last step of the GNS estimate window (default: end)");
+    cmd.add_option("--at-step", o.at_step,
+                   "GNS at a chosen step: the window of the EMA's memory ending there")
+        ->check(CLI::PositiveNumber);
+  }
+  if (groups & kBootstrapFlags) {
+    cmd.add_option("--resamples", o.resamples, "Bootstrap resamples")
+        ->capture_default_str()
+        ->check(CLI::Range(10, 1000000));
+    cmd.add_option("--confidence", o.confidence, "Confidence level of the intervals")
+        ->capture_default_str()
+        ->check(CLI::Range(0.5, 0.999));
+    cmd.add_option("--seed", o.seed, "Seed of the bootstrap")->capture_default_str();
+  }
+  if (groups & kTimingFlags) {
+    cmd.add_option("--skip-steps", o.skip_steps, "Warm-up steps left out of timing averages")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    cmd.add_option("--parameters", o.parameters, "Model size in scalars (default: from the runs)")
+        ->check(CLI::NonNegativeNumber);
+  }
+  if (groups & kProjectionFlags) {
+    cmd.add_option("--profile", o.profile, "Cluster profile: ib-100g, ib-400g, nvlink, eth-10g")
+        ->capture_default_str();
+    cmd.add_option("--max-nodes", o.max_world_size, "Largest projected world size")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1 << 20));
+    cmd.add_option("--device-speedup", o.device_speedup,
+                   "How many times faster the projected device computes than this machine")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+  }
+  if (groups & kPreferFlag) {
+    cmd.add_option("--prefer", o.prefer,
+                   "What the recommendation optimises: time, compute or balanced (least "
+                   "time x compute)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"time", "compute", "balanced"}));
+  }
 }
 
 namespace {
@@ -62,7 +81,13 @@ struct AnalyzeFlags {
   analysis::StudyOptions study;
 };
 
-void PrintTables(const std::vector<analysis::Table>& tables) {
+// Table: every table of the section; CSV and JSON Lines: its first (main) table.
+void PrintTables(const std::vector<analysis::Table>& tables, const std::string& format) {
+  if (tables.empty()) return;
+  if (format == "csv") {
+    fmt::print("{}", tables.front().ToCsv());
+    return;
+  }
   bool first = true;
   for (const analysis::Table& t : tables) {
     fmt::print("{}{}", first ? "" : "\n", t.ToText());
@@ -70,19 +95,9 @@ void PrintTables(const std::vector<analysis::Table>& tables) {
   }
 }
 
-Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db_path) {
+StatusOr<analysis::SweepData> Load(const AnalyzeFlags& f, const std::string& db_path) {
   using namespace analysis;
   const StudyOptions& o = f.study;
-  if (!(o.beta >= 0 && o.beta < 1)) {
-    return InvalidArgumentError(fmt::format("--beta {} must be in [0, 1), e.g. 0.99", o.beta));
-  }
-  if (o.to_step < o.from_step) {
-    return InvalidArgumentError(
-        fmt::format("--to-step {} is before --from-step {}", o.to_step, o.from_step));
-  }
-  if (!o.target.empty()) BATCHLAB_RETURN_IF_ERROR(ParseTarget(o.target).status());
-  if (what == "project") BATCHLAB_RETURN_IF_ERROR(FindClusterProfile(o.profile).status());
-
   LoadOptions load;
   load.version = f.version;
   load.metrics =
@@ -96,9 +111,28 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       BATCHLAB_ASSIGN_OR_RETURN(sweep, LoadSweep(db_path, f.sweep, load));
     }
   }
-  const bool json = f.format == "json";
+  return sweep;
+}
+
+Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db_path) {
+  using namespace analysis;
+  const StudyOptions& o = f.study;
+  if (!(o.beta >= 0 && o.beta < 1)) {
+    return InvalidArgumentError(fmt::format("--beta {} must be in [0, 1), e.g. 0.99", o.beta));
+  }
+  if (o.to_step < o.from_step) {
+    return InvalidArgumentError(
+        fmt::format("--to-step {} is before --from-step {}", o.to_step, o.from_step));
+  }
+  if (!o.target.empty()) BATCHLAB_RETURN_IF_ERROR(ParseTarget(o.target).status());
+  if (what == "project" || what == "recommend") {
+    BATCHLAB_RETURN_IF_ERROR(FindClusterProfile(o.profile).status());
+  }
+  BATCHLAB_ASSIGN_OR_RETURN(const Preference prefer, ParsePreference(o.prefer));
+  BATCHLAB_ASSIGN_OR_RETURN(const SweepData sweep, Load(f, db_path));
   nlohmann::json j = {{"sweep", sweep.name}, {"version", sweep.version}, {"analysis", what}};
   std::vector<Table> tables;
+  std::vector<std::string> headline;  // printed above the tables
 
   if (what == "gns") {
     GnsSection gns = AnalyzeGns(sweep, o);
@@ -123,20 +157,33 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       ParetoSection p = AnalyzePareto(target);
       j["pareto"] = ParetoJson(p);
       tables = ParetoTables(p);
-    } else if (what == "project") {
+    } else if (what == "project" || what == "recommend") {
       ScalingSection s = AnalyzeScaling(sweep, o);
       ProjectionSection p = AnalyzeProjection(sweep, target, s, o);
       // A bad flag (e.g. --device-speedup) is the user's error: report it as such.
       if (p.status.code() == StatusCode::kInvalidArgument) return p.status;
-      j["projection"] = ProjectionJson(p);
-      tables = ProjectionTables(p);
+      if (what == "project") {
+        j["projection"] = ProjectionJson(p);
+        tables = ProjectionTables(p);
+      } else {
+        const CritSection crit = AnalyzeCrit(target, GnsSection{}, o);
+        const RecommendationSection r = AnalyzeRecommendation(target, crit, p, prefer);
+        j["recommendation"] = RecommendationJson(r);
+        headline = RecommendationLines(r);
+        tables = {RecommendationTable(r)};
+        tables.front().notes.clear();
+      }
     }
   }
-  if (json) {
+  if (f.format == "json") {
     fmt::print("{}\n", j.dump(2));
+  } else if (f.format == "csv") {
+    PrintTables(tables, f.format);
   } else {
     fmt::print("Sweep {} (version {}), {} runs\n\n", sweep.name, sweep.version, sweep.runs.size());
-    PrintTables(tables);
+    for (const std::string& line : headline) fmt::print("{}\n", line);
+    if (!headline.empty()) fmt::print("\n");
+    PrintTables(tables, f.format);
   }
   return OkStatus();
 }
@@ -144,32 +191,45 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
 }  // namespace
 
 void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
-  auto* analyze = app.add_subcommand("analyze", "Noise scale, critical batch, Pareto, scaling");
+  auto* analyze =
+      app.add_subcommand("analyze", "Noise scale, critical batch, Pareto, scaling, recommendation");
   AddVersionFlag(*analyze);
   analyze->require_subcommand(1);
-  const std::pair<const char*, const char*> kinds[] = {
-      {"gns", "Gradient noise scale B_simple per run (McCandlish et al. 2018, App. A)"},
-      {"target", "Steps, samples, seconds and compute to the target; best per batch size"},
-      {"crit", "Critical batch size: fit of S = S_min(1 + B_crit/B), with bootstrap CI"},
-      {"pareto", "Pareto frontier of time vs compute to the target"},
-      {"scaling", "Throughput, strong/weak scaling efficiency, comm fraction, alpha-beta fit"},
-      {"project", "MODEL: time per step and to target on K = 1..1024 nodes of a cluster profile"},
+  struct Kind {
+    const char* name;
+    const char* help;
+    unsigned flags;
   };
-  for (const auto& [name, help] : kinds) {
+  const Kind kinds[] = {
+      {"gns", "Gradient noise scale B_simple per run (McCandlish et al. 2018, App. A)",
+       kGnsFlags | kBootstrapFlags},
+      {"target", "Steps, samples, seconds and compute to the target; best per batch size",
+       kTargetFlag},
+      {"crit", "Critical batch size: fit of S = S_min(1 + B_crit/B), with bootstrap CI",
+       kTargetFlag | kGnsFlags | kBootstrapFlags},
+      {"pareto", "Pareto frontier of time vs compute to the target", kTargetFlag},
+      {"scaling", "Throughput, strong/weak scaling efficiency, comm fraction, alpha-beta fit",
+       kTimingFlags},
+      {"project", "MODEL: time per step and to target on K = 1..1024 nodes of a cluster profile",
+       kTargetFlag | kTimingFlags | kProjectionFlags},
+      {"recommend",
+       "The batch size and rank count to use (measured, and projected on a cluster profile)",
+       kTargetFlag | kBootstrapFlags | kTimingFlags | kProjectionFlags | kPreferFlag},
+  };
+  for (const Kind& kind : kinds) {
     auto flags = std::make_shared<AnalyzeFlags>();
-    auto* cmd = analyze->add_subcommand(name, help);
+    auto* cmd = analyze->add_subcommand(kind.name, kind.help);
     AddVersionFlag(*cmd);
     cmd->add_option("--sweep", flags->sweep, "Sweep name")->required();
     cmd->add_option("--sweep-version", flags->version, "Sweep version (default: the latest)")
         ->check(CLI::PositiveNumber);
-    cmd->add_option("--format", flags->format, "Output format")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"table", "json"}));
-    if (std::string(name) == "gns") {
+    AddFormatOption(*cmd, flags->format, {"table", "csv", "json"},
+                    "table, csv (the main table) or json");
+    if (std::string(kind.name) == "gns") {
       cmd->add_flag("--series", flags->series, "Include each run's smoothed series (json)");
     }
-    AddStudyFlags(*cmd, flags->study);
-    const std::string what = name;
+    AddStudyFlags(*cmd, flags->study, kind.flags);
+    const std::string what = kind.name;
     cmd->callback([flags, what, &ctx] { ctx.status = Run(what, *flags, ctx.db_path); });
   }
 }

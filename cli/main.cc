@@ -20,6 +20,13 @@ void AddVersionFlag(CLI::App& app) {
       "Print the version and exit");
 }
 
+CLI::Option* AddFormatOption(CLI::App& cmd, std::string& format,
+                             const std::vector<std::string>& allowed, const std::string& help) {
+  return cmd.add_option("--format", format, help)
+      ->capture_default_str()
+      ->check(CLI::IsMember(allowed));
+}
+
 }  // namespace batchlab::cli
 
 int main(int argc, char** argv) {
@@ -27,8 +34,12 @@ int main(int argc, char** argv) {
   CLI::App app{"batchlab: large-batch scaling studies of neural-network training"};
   app.set_version_flag("--version", std::string("batchlab ") + kVersion);
   app.require_subcommand(1);
+  // Global options may come before or after the subcommand: subcommands (which inherit this
+  // setting) pass options they do not know up to the app.
+  app.fallthrough();
+  app.footer("Global options (before or after the subcommand): --db PATH (or $BATCHLAB_DB)");
   CliContext ctx;
-  app.add_option("--db", ctx.db_path, "SQLite results database")
+  app.add_option("--db", ctx.db_path, "SQLite results database (global)")
       ->capture_default_str()
       ->envname("BATCHLAB_DB");
   AddSweepCommands(app, ctx);
@@ -45,6 +56,8 @@ int main(int argc, char** argv) {
   }
   if (!ctx.status.ok()) {
     fmt::print(stderr, "batchlab: error: {}\n", ctx.status.message());
+    // Stopped by SIGINT/SIGTERM: the shell convention 128 + signal (130 for Ctrl-C).
+    if (ctx.stopped_by_signal > 0) return 128 + ctx.stopped_by_signal;
     return batchlab::ExitCodeFor(ctx.status);
   }
   return 0;

@@ -14,8 +14,6 @@
 
 namespace batchlab::cli {
 
-void AddStudyFlags(CLI::App& cmd, analysis::StudyOptions& o);  // analyze_commands.cc
-
 namespace {
 
 struct ReportFlags {
@@ -38,9 +36,19 @@ Status Run(const ReportFlags& f, const std::string& db_path) {
   BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep(db_path, f.sweep, load));
   BATCHLAB_ASSIGN_OR_RETURN(Study study, RunStudy(sweep, f.study));
   BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> files, WriteReport(study, f.out));
-  fmt::print("Report of sweep {} (version {}, {} runs) written to {}:\n", sweep.name, sweep.version,
-             sweep.runs.size(), f.out);
-  for (const std::string& p : files) fmt::print("  {}\n", p);
+  fmt::print("Sweep {} (version {}, {} runs)\n", sweep.name, sweep.version, sweep.runs.size());
+  for (const std::string& line : Summary(study)) fmt::print("  {}\n", line);
+  if (!study.recommendation.measured.empty()) {
+    fmt::print("Recommendation (prefer {}):\n", PreferenceName(study.recommendation.prefer));
+    for (const std::string& line : RecommendationLines(study.recommendation)) {
+      fmt::print("  {}\n", line);
+    }
+  }
+  std::string html = f.out;
+  for (const std::string& p : files) {
+    if (p.size() >= 11 && p.compare(p.size() - 11, 11, "report.html") == 0) html = p;
+  }
+  fmt::print("Report: {} ({} files in {})\n", html, files.size(), f.out);
   return OkStatus();
 }
 
@@ -55,7 +63,7 @@ void AddReportCommand(CLI::App& app, CliContext& ctx) {
       ->check(CLI::PositiveNumber);
   report->add_option("--out", flags->out, "Output directory (created if absent)")
       ->capture_default_str();
-  AddStudyFlags(*report, flags->study);
+  AddStudyFlags(*report, flags->study, kAllStudyFlags);
   report->callback([flags, &ctx] { ctx.status = Run(*flags, ctx.db_path); });
 }
 

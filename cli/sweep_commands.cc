@@ -80,7 +80,7 @@ StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& pat
   return std::make_pair(std::move(spec), std::move(plan).value());
 }
 
-Status RunSweep(const RunFlags& f, const CliContext& ctx) {
+Status RunSweep(const RunFlags& f, CliContext& ctx) {
   // Everything that can be wrong with the input is checked before the database is opened.
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
   auto& [spec, plan] = loaded;
@@ -139,6 +139,7 @@ Status RunSweep(const RunFlags& f, const CliContext& ctx) {
              spec.name, out.version, out.total, out.succeeded, out.skipped, out.failed,
              out.cancelled, out.attempts, out.wall_seconds, out.lower_bound_seconds);
   if (out.stopped) {
+    ctx.stopped_by_signal = signals.signal_number();
     return CancelledError(fmt::format(
         "sweep {} stopped by signal {} ({}): {} run(s) cancelled; run the same command to resume",
         spec.name, signals.signal_number(), strsignal(signals.signal_number()), out.cancelled));
