@@ -133,6 +133,9 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
   BATCHLAB_ASSIGN_OR_RETURN(orch::SweepOutcome out,
                             orch::ExecuteSweep(spec, plan, *store, *launcher, opts));
   progress.Finish();
+  if (!out.extended.empty()) {
+    fmt::print(stderr, "[{}] version {} extended: {}\n", spec.name, out.version, out.extended);
+  }
   fmt::print(stderr,
              "[{}] version {}: {} runs: {} finished now, {} skipped (already finished), {} failed, "
              "{} cancelled; {} attempts; wall {:.1f} s, lower bound {:.1f} s\n",

@@ -12,6 +12,7 @@
 #include <boost/filesystem.hpp>
 
 #include "orchestrator/scheduler.h"
+#include "orchestrator/spec_extension.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -50,15 +51,27 @@ std::string ParamsText(const PlannedRun& run) {
 }
 
 StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec, bool new_version,
-                                         bool* created) {
+                                         bool* created, std::string* extended) {
   BATCHLAB_ASSIGN_OR_RETURN(auto latest, store.LatestSweep(spec.name));
   *created = false;
   if (latest && latest->spec_hash == spec.spec_hash) return *latest;
   if (latest && !new_version) {
+    // More seeds or axis values extend the same study (spec_extension.h); anything else is a
+    // new version.
+    const SpecChange change =
+        CompareSpecs(nlohmann::json::parse(latest->spec_json, nullptr, false), spec.canonical);
+    if (change.kind != SpecChange::kChanged) {
+      BATCHLAB_RETURN_IF_ERROR(store.UpdateSweepSpec(latest->id, spec.canonical.dump(),
+                                                     spec.spec_hash));
+      *extended = change.detail;
+      latest->spec_hash = spec.spec_hash;
+      return *latest;
+    }
     return FailedPreconditionError(fmt::format(
-        "sweep \"{}\" version {} was run with a different spec (spec hash {} now {}); pass "
-        "--new-version to record this spec as version {}, or give the sweep another name",
-        spec.name, latest->version, latest->spec_hash, spec.spec_hash, latest->version + 1));
+        "sweep \"{}\" version {} was run with a different spec ({}); adding seeds or axis values "
+        "extends a study, any other change needs a new version: pass --new-version to record "
+        "this spec as version {}, or give the sweep another name",
+        spec.name, latest->version, change.detail, latest->version + 1));
   }
   *created = true;
   return store.CreateSweep(spec.name, spec.canonical.dump(), spec.spec_hash);
@@ -102,7 +115,8 @@ class Execution {
 
   StatusOr<SweepOutcome> Run() {
     BATCHLAB_ASSIGN_OR_RETURN(auto sweep,
-                              OpenSweep(store_, spec_, options_.new_version, &out_.new_sweep));
+                              OpenSweep(store_, spec_, options_.new_version, &out_.new_sweep,
+                                        &out_.extended));
     out_.sweep_id = sweep.id;
     out_.version = sweep.version;
     out_.total = static_cast<int>(plan_.runs.size());

@@ -61,6 +61,7 @@ struct SweepOutcome {
   int64_t sweep_id = 0;
   int version = 0;
   bool new_sweep = false;          // this call created the sweep (version)
+  std::string extended;            // non-empty: the spec extended the version ("adds seeds [2]")
   int total = 0;                   // runs in the plan
   int skipped = 0;                 // already finished before this call
   int succeeded = 0;               // completed, target_reached, budget_exhausted, diverged now

@@ -127,6 +127,14 @@ class SqliteStore final : public Store {
     return s;
   }
 
+  Status UpdateSweepSpec(int64_t sweep_id, const std::string& spec_json,
+                         const std::string& spec_hash) override {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement st, db_->Prepare("UPDATE sweeps SET spec_json = ?, spec_hash = ? WHERE id = ?"));
+    st.BindText(1, spec_json).BindText(2, spec_hash).BindInt(3, sweep_id);
+    return st.Run();
+  }
+
   Status AddRun(const RunRecord& run) override {
     json config = json::parse(run.config_json, nullptr, false);
     if (config.is_discarded() || !config.is_object()) {
