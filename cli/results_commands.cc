@@ -27,6 +27,8 @@ namespace {
 
 using results::OutputFormat;
 
+const std::vector<std::string> kRowFormats = {"table", "csv", "json", "jsonl"};
+
 struct ResultsArgs {
   // list
   std::string sweep, state, columns, format = "table";
@@ -44,7 +46,8 @@ Status RunList(const CliContext& ctx, const ResultsArgs& a) {
   BATCHLAB_ASSIGN_OR_RETURN(
       OutputFormat format,
       results::ParseOutputFormat(a.format, "--format",
-                                 {OutputFormat::kTable, OutputFormat::kCsv, OutputFormat::kJson}));
+                                 {OutputFormat::kTable, OutputFormat::kCsv, OutputFormat::kJson,
+                                  OutputFormat::kJsonl}));
   results::RunListOptions o;
   if (!a.sweep.empty()) o.sweep = a.sweep;
   if (a.sweep_version > 0) o.sweep_version = a.sweep_version;
@@ -66,8 +69,11 @@ Status RunList(const CliContext& ctx, const ResultsArgs& a) {
 }
 
 Status RunShow(const CliContext& ctx, const ResultsArgs& a) {
+  BATCHLAB_ASSIGN_OR_RETURN(
+      OutputFormat format,
+      results::ParseOutputFormat(a.format, "--format", {OutputFormat::kTable, OutputFormat::kJson}));
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
-  return results::WriteRunDetails(*db, a.run_id, stdout);
+  return results::WriteRunDetails(*db, a.run_id, stdout, format);
 }
 
 Status RunQuery(const CliContext& ctx, const ResultsArgs& a) {
@@ -97,7 +103,9 @@ Status RunExport(const CliContext& ctx, const ResultsArgs& a) {
   }
   BATCHLAB_ASSIGN_OR_RETURN(
       OutputFormat format,
-      results::ParseOutputFormat(a.format, "--format", {OutputFormat::kCsv, OutputFormat::kJsonl}));
+      results::ParseOutputFormat(a.format, "--format",
+                                 {OutputFormat::kTable, OutputFormat::kCsv, OutputFormat::kJson,
+                                  OutputFormat::kJsonl}));
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
   std::optional<int> version;
   if (a.sweep_version > 0) version = a.sweep_version;
@@ -168,19 +176,20 @@ void AddResultsCommands(CLI::App& app, CliContext& ctx) {
                    "like (repeatable)")
       ->allow_extra_args(false);
   list->add_option("--columns", args->columns, columns_help);
-  list->add_option("--format", args->format, "table, csv or json")->capture_default_str();
+  AddFormatOption(*list, args->format, kRowFormats, "table, csv, json or jsonl");
   list->callback([&ctx, args] { ctx.status = RunList(ctx, *args); });
 
   auto* show = results->add_subcommand("show", "Show one run: summary, metrics, events, config");
   AddVersionFlag(*show);
   show->add_option("run_id", args->run_id, "Run id (or a unique prefix)")->required();
+  AddFormatOption(*show, args->format, {"table", "json"}, "table or json");
   show->callback([&ctx, args] { ctx.status = RunShow(ctx, *args); });
 
   auto* query = results->add_subcommand("query", "Run read-only SQL on the database");
   AddVersionFlag(*query);
   query->add_option("sql", args->sql, "One read-only SQL statement (see docs/schema.md)")
       ->required();
-  query->add_option("--format", args->format, "table, csv, json or jsonl")->capture_default_str();
+  AddFormatOption(*query, args->format, kRowFormats, "table, csv, json or jsonl");
   query->callback([&ctx, args] { ctx.status = RunQuery(ctx, *args); });
 
   auto* exp = results->add_subcommand("export", "Export a sweep's runs or time series");
@@ -188,7 +197,7 @@ void AddResultsCommands(CLI::App& app, CliContext& ctx) {
   exp->add_option("--sweep", args->sweep, "Sweep name (its latest version)")->required();
   exp->add_option("--sweep-version", args->sweep_version, "A specific version of --sweep");
   exp->add_option("--what", args->what, "runs or metrics")->capture_default_str();
-  exp->add_option("--format", args->format, "csv or jsonl")->required();
+  AddFormatOption(*exp, args->format, kRowFormats, "table, csv, json or jsonl");
   exp->add_option("--out", args->out, "Output file (default: standard output)");
   exp->callback([&ctx, args] { ctx.status = RunExport(ctx, *args); });
 

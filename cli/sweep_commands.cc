@@ -1,4 +1,4 @@
-// `batchlab sweep run|plan|status`: thin glue over the orchestrator library.
+// `batchlab sweep run|plan|status|list`: thin glue over the orchestrator library.
 //
 //   batchlab sweep plan sweeps/quickstart.json            # expanded runs and resources, runs
 //   nothing batchlab sweep run sweeps/quickstart.json --slots 2   # runs (or resumes) the sweep
@@ -29,7 +29,9 @@
 #include "orchestrator/sweep_executor.h"
 #include "results/database.h"
 #include "results/schema.h"
+#include "results/run_query.h"
 #include "results/store.h"
+#include "results/table_writer.h"
 
 namespace batchlab::cli {
 namespace {
@@ -56,7 +58,8 @@ struct PlanFlags {
   std::string spec_path;
   int slots = DefaultSlots();
   std::optional<long long> max_runs;
-  bool json = false;
+  std::string format = "table";
+  bool json = false;  // the old spelling of --format json
 };
 
 StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& path,
@@ -173,7 +176,7 @@ Status PlanSweep(const PlanFlags& f) {
   }
   const double lower = orch::MakespanLowerBound(jobs, f.slots);
   const double lpt = orch::SimulateMakespan(jobs, f.slots);
-  if (f.json) {
+  if (f.json || f.format == "json") {
     nlohmann::json out = {{"sweep", spec.name},
                           {"spec_hash", spec.spec_hash},
                           {"points", plan.points},
@@ -197,15 +200,24 @@ Status PlanSweep(const PlanFlags& f) {
     fmt::print("{}\n", out.dump(2));
     return OkStatus();
   }
-  fmt::print("sweep {} (spec hash {}): {} runs\n", spec.name, spec.spec_hash, plan.runs.size());
-  fmt::print("{:>4}  {:16}  {:>5}  {:>5}  {:>6}  {:>6}  {:>9}  {:>7}  {}\n", "#", "run id", "world",
-             "slots", "local", "micro", "lr", "est s", "params");
+  std::vector<std::vector<std::string>> rows;
   for (const auto& r : plan.runs) {
-    fmt::print("{:>4}  {:16}  {:>5}  {:>5}  {:>6}  {:>6}  {:>9.4g}  {:>7.1f}  {}\n", r.ordinal,
-               r.id, r.world_size, r.slots, r.config["local_batch_size"].get<long long>(),
-               r.config["micro_batch_size"].get<long long>(), r.scaled_lr, r.expected_seconds,
-               ParamsText(r));
+    rows.push_back({std::to_string(r.ordinal), r.id, std::to_string(r.world_size),
+                    std::to_string(r.slots),
+                    std::to_string(r.config["local_batch_size"].get<long long>()),
+                    std::to_string(r.config["micro_batch_size"].get<long long>()),
+                    results::FormatReal(r.scaled_lr), results::FormatReal(r.expected_seconds),
+                    ParamsText(r)});
   }
+  const std::vector<std::string> columns = {"ordinal", "run_id",    "world_size", "slots",
+                                            "local_batch", "micro_batch", "lr",  "est_seconds",
+                                            "params"};
+  if (f.format == "csv") {
+    fmt::print("{}", results::FormatRows(columns, rows, results::OutputFormat::kCsv));
+    return OkStatus();
+  }
+  fmt::print("sweep {} (spec hash {}): {} runs\n", spec.name, spec.spec_hash, plan.runs.size());
+  fmt::print("{}", results::FormatRows(columns, rows, results::OutputFormat::kTable));
   fmt::print("{} points", plan.points);
   for (const auto& [label, n] : plan.dropped) fmt::print(", {} dropped by {}", n, label);
   if (plan.duplicates > 0) fmt::print(", {} duplicates merged", plan.duplicates);
@@ -213,6 +225,21 @@ Status PlanSweep(const PlanFlags& f) {
       "\nestimated slot-seconds {:.0f}; on {} slot(s): lower bound {:.0f} s, longest-first "
       "plan {:.0f} s (estimates from the budget; see docs/spec.md)\n",
       slot_seconds, f.slots, lower, lpt);
+  return OkStatus();
+}
+
+Status ListSweeps(const std::string& format, const CliContext& ctx) {
+  BATCHLAB_ASSIGN_OR_RETURN(
+      results::OutputFormat fmt_,
+      results::ParseOutputFormat(format, "--format",
+                                 {results::OutputFormat::kTable, results::OutputFormat::kCsv,
+                                  results::OutputFormat::kJson, results::OutputFormat::kJsonl}));
+  BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
+  BATCHLAB_ASSIGN_OR_RETURN(results::Statement st, results::PrepareSweepList(*db));
+  BATCHLAB_ASSIGN_OR_RETURN(int64_t rows, results::WriteRows(st, fmt_, stdout));
+  if (fmt_ == results::OutputFormat::kTable) {
+    fmt::print("({} sweep version{})\n", rows, rows == 1 ? "" : "s");
+  }
   return OkStatus();
 }
 
@@ -287,8 +314,17 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   plan->add_option("SPEC", plan_flags->spec_path, "Sweep spec (JSON)")->required();
   plan->add_option("--slots", plan_flags->slots, "Slots to plan for")->capture_default_str();
   plan->add_option("--max-runs", plan_flags->max_runs, "Override the spec's max_runs limit");
-  plan->add_flag("--json", plan_flags->json, "Print the plan as JSON (with resolved configs)");
+  AddFormatOption(*plan, plan_flags->format, {"table", "csv", "json"},
+                  "table, csv (the runs) or json (with resolved configs)");
+  plan->add_flag("--json", plan_flags->json, "Same as --format json")->group("");  // old spelling
   plan->callback([plan_flags, &ctx] { ctx.status = PlanSweep(*plan_flags); });
+
+  auto list_format = std::make_shared<std::string>("table");
+  auto* list = sweep->add_subcommand("list", "Every sweep and version with its runs by outcome");
+  AddVersionFlag(*list);
+  AddFormatOption(*list, *list_format, {"table", "csv", "json", "jsonl"},
+                  "table, csv, json or jsonl");
+  list->callback([list_format, &ctx] { ctx.status = ListSweeps(*list_format, ctx); });
 
   auto status_name = std::make_shared<std::string>();
   auto* status = sweep->add_subcommand("status", "Progress of a sweep (read-only, non-blocking)");

@@ -3,6 +3,8 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "results/run_query.h"
+#include "results/table_writer.h"
 #include "results/where_clause.h"
 
 namespace batchlab::results {
@@ -55,53 +58,35 @@ Status WriteSummary(Database& db, const std::string& run_id, std::FILE* out) {
   return OkStatus();
 }
 
-Status WriteMetricsDigest(Database& db, const std::string& run_id, std::FILE* out) {
-  BATCHLAB_ASSIGN_OR_RETURN(
-      Statement st,
-      db.Prepare("SELECT name, count(*), min(value), max(value), "
-                 "(SELECT value FROM run_metrics l WHERE l.run_id = m.run_id AND l.name = m.name "
-                 " ORDER BY seq DESC LIMIT 1) "
-                 "FROM run_metrics m WHERE run_id = ? GROUP BY name ORDER BY name"));
+constexpr const char* kMetricsSql =
+    "SELECT name, count(*) AS \"values\", min(value) AS min, max(value) AS max, "
+    "(SELECT value FROM run_metrics l WHERE l.run_id = m.run_id AND l.name = m.name "
+    " ORDER BY seq DESC LIMIT 1) AS last "
+    "FROM run_metrics m WHERE run_id = ? GROUP BY name ORDER BY name";
+constexpr const char* kEventsSql =
+    "SELECT e.time AS event_at, e.attempt, e.kind, e.from_state, e.to_state, e.message "
+    "FROM events e JOIN runs r ON r.run_key = e.run_key WHERE r.id = ? ORDER BY e.id";
+
+// The rows of `sql` (one parameter: the run id) through the one table writer.
+StatusOr<int64_t> WriteQuery(Database& db, const char* sql, const std::string& run_id,
+                             OutputFormat format, std::FILE* out) {
+  BATCHLAB_ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
   st.BindText(1, run_id);
-  bool any = false;
-  while (true) {
-    BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    if (!any) {
-      fmt::print(out, "\nmetrics (current attempt)\n  {:<20} {:>8} {:>12} {:>12} {:>12}\n", "name",
-                 "values", "min", "max", "last");
-      any = true;
-    }
-    fmt::print(out, "  {:<20} {:>8} {:>12.6g} {:>12.6g} {:>12.6g}\n", st.ColumnText(0),
-               st.ColumnInt(1), st.ColumnDouble(2), st.ColumnDouble(3), st.ColumnDouble(4));
-  }
-  if (!any) fmt::print(out, "\nmetrics (current attempt): none yet\n");
-  return OkStatus();
+  return WriteRows(st, format, out);
 }
 
-Status WriteEvents(Database& db, const std::string& run_id, std::FILE* out) {
-  BATCHLAB_ASSIGN_OR_RETURN(
-      Statement st,
-      db.Prepare("SELECT e.time, e.attempt, e.kind, e.from_state, e.to_state, e.message "
-                 "FROM events e JOIN runs r ON r.run_key = e.run_key WHERE r.id = ? "
-                 "ORDER BY e.id"));
-  st.BindText(1, run_id);
-  fmt::print(out, "\nevents\n");
-  bool any = false;
-  while (true) {
-    BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    any = true;
-    std::string what = st.ColumnText(2);
-    if (!st.ColumnIsNull(3) || !st.ColumnIsNull(4)) {
-      what += fmt::format(" {} -> {}", st.ColumnText(3), st.ColumnText(4));
-    }
-    const std::string message = st.ColumnText(5);
-    fmt::print(out, "  {}  attempt {}  {}{}{}\n", UtcTime(st.ColumnDouble(0)), CellText(st, 1),
-               what, message.empty() ? "" : ": ", message);
-  }
-  if (!any) fmt::print(out, "  none\n");
-  return OkStatus();
+// The JSON array of the rows of `sql`, as the table writer writes it.
+StatusOr<nlohmann::json> QueryJson(Database& db, const char* sql, const std::string& run_id) {
+  char* data = nullptr;
+  size_t size = 0;
+  std::FILE* mem = open_memstream(&data, &size);
+  if (mem == nullptr) return InternalError("out of memory");
+  StatusOr<int64_t> rows = WriteQuery(db, sql, run_id, OutputFormat::kJson, mem);
+  std::fclose(mem);
+  std::string text(data, size);
+  std::free(data);
+  if (!rows.ok()) return rows.status();
+  return nlohmann::json::parse(text);
 }
 
 Status WriteConfig(Database& db, const std::string& run_id, std::FILE* out) {
@@ -117,11 +102,30 @@ Status WriteConfig(Database& db, const std::string& run_id, std::FILE* out) {
 
 }  // namespace
 
-Status WriteRunDetails(Database& db, const std::string& run_id_or_prefix, std::FILE* out) {
+Status WriteRunDetails(Database& db, const std::string& run_id_or_prefix, std::FILE* out,
+                       OutputFormat format) {
   BATCHLAB_ASSIGN_OR_RETURN(std::string run_id, ResolveRunId(db, run_id_or_prefix));
+  if (format == OutputFormat::kJson) {
+    nlohmann::json j;
+    BATCHLAB_ASSIGN_OR_RETURN(
+        nlohmann::json summary,
+        QueryJson(db, "SELECT * FROM run_summary WHERE run_id = ?", run_id));
+    j["run"] = summary.empty() ? nlohmann::json(nullptr) : summary.front();
+    BATCHLAB_ASSIGN_OR_RETURN(j["metrics"], QueryJson(db, kMetricsSql, run_id));
+    BATCHLAB_ASSIGN_OR_RETURN(j["events"], QueryJson(db, kEventsSql, run_id));
+    BATCHLAB_ASSIGN_OR_RETURN(nlohmann::json config,
+                              QueryJson(db, "SELECT config_json FROM runs WHERE id = ?", run_id));
+    j["config"] = config.empty() ? nlohmann::json(nullptr)
+                                 : nlohmann::json::parse(config.front().value("config_json", "null"),
+                                                         nullptr, false);
+    fmt::print(out, "{}\n", j.dump(2));
+    return OkStatus();
+  }
   BATCHLAB_RETURN_IF_ERROR(WriteSummary(db, run_id, out));
-  BATCHLAB_RETURN_IF_ERROR(WriteMetricsDigest(db, run_id, out));
-  BATCHLAB_RETURN_IF_ERROR(WriteEvents(db, run_id, out));
+  fmt::print(out, "\nmetrics (current attempt)\n");
+  BATCHLAB_RETURN_IF_ERROR(WriteQuery(db, kMetricsSql, run_id, OutputFormat::kTable, out).status());
+  fmt::print(out, "\nevents\n");
+  BATCHLAB_RETURN_IF_ERROR(WriteQuery(db, kEventsSql, run_id, OutputFormat::kTable, out).status());
   return WriteConfig(db, run_id, out);
 }
 

@@ -12,10 +12,14 @@
 
 #include "base/status.h"
 #include "results/database.h"
+#include "results/table_writer.h"
 
 namespace batchlab::results {
 
-Status WriteRunDetails(Database& db, const std::string& run_id_or_prefix, std::FILE* out);
+// Table: the summary as name/value lines, then the metrics digest and the events as tables and
+// the config; JSON: one object {"run", "metrics", "events", "config"}.
+Status WriteRunDetails(Database& db, const std::string& run_id_or_prefix, std::FILE* out,
+                       OutputFormat format = OutputFormat::kTable);
 
 }  // namespace batchlab::results
 

@@ -104,6 +104,18 @@ StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
   return st;
 }
 
+StatusOr<Statement> PrepareSweepList(Database& db) {
+  return db.Prepare(
+      "SELECT s.name AS sweep, s.version AS version, count(r.run_key) AS runs, "
+      "coalesce(sum(r.state IN ('completed','target_reached','budget_exhausted','diverged')), 0) "
+      "AS finished, coalesce(sum(r.state = 'running'), 0) AS running, "
+      "coalesce(sum(r.state = 'pending'), 0) AS pending, "
+      "coalesce(sum(r.state IN ('failed','timed_out','cancelled')), 0) AS failed, "
+      "s.spec_hash AS spec_hash, s.created_at AS created_at "
+      "FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id "
+      "GROUP BY s.id ORDER BY s.name, s.version");
+}
+
 StatusOr<Statement> PrepareRunsExport(Database& db, int64_t sweep_id) {
   std::string columns;
   for (const auto& c : RunSummaryColumns()) columns += fmt::format("s.{0} AS {0}, ", c);

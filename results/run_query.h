@@ -42,6 +42,11 @@ StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& options);
 StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
                                  std::optional<int> version = std::nullopt);
 
+// Every sweep version with its run counts by outcome: sweep, version, runs, finished (completed,
+// target_reached, budget_exhausted, diverged), running, pending, failed (failed, timed_out,
+// cancelled), spec_hash, created_at; by name, then version.
+StatusOr<Statement> PrepareSweepList(Database& db);
+
 // Every run_summary column of the runs of a sweep, in expansion order.
 StatusOr<Statement> PrepareRunsExport(Database& db, int64_t sweep_id);
 

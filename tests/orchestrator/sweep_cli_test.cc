@@ -196,6 +196,32 @@ TEST_F(SweepCliTest, ChangedSpecIsRefusedUnlessNewVersion) {
             1);
 }
 
+TEST_F(SweepCliTest, MoreSeedsAndAxisValuesExtendTheSameVersion) {
+  std::string v1 = WriteSpec("v1.json", Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01")"));
+  ASSERT_EQ(Cli(RunArgs(v1)).exit_code, 0);
+  // Seeds 1, 2 and batch sizes 64, 128, 256: the 4 finished runs stay, 8 new ones join v1.
+  std::string v2 = WriteSpec("v2.json", R"({"name": "s", "base": {"mode": "noop"},
+      "axes": {"batch_size": [64, 128, 256], "nodes": [1, 2]}, "seeds": [1, 2],
+      "launch": {"env": {"FAKE_RUNNER_SECONDS": "0.01"}}})");
+  CliResult extended = Cli(RunArgs(v2));
+  ASSERT_EQ(extended.exit_code, 0) << extended.err;
+  EXPECT_NE(extended.err.find("extended: adds seeds [2]; adds axes.batch_size [256]"),
+            std::string::npos)
+      << extended.err;
+  EXPECT_EQ(Query("SELECT count(*) FROM sweeps"), 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM runs r JOIN sweeps s ON r.sweep_id = s.id "
+                  "WHERE s.version = 1 AND r.state = 'completed'"),
+            12);
+  // A changed base is a different study: refused, naming the field.
+  std::string v3 = WriteSpec("v3.json", R"({"name": "s", "base": {"mode": "noop", "batch_size": 8},
+      "axes": {"batch_size": [64, 128, 256], "nodes": [1, 2]}, "seeds": [1, 2],
+      "launch": {"env": {"FAKE_RUNNER_SECONDS": "0.01"}}})");
+  CliResult changed = Cli(RunArgs(v3));
+  EXPECT_EQ(changed.exit_code, 2);
+  EXPECT_NE(changed.err.find("base.batch_size"), std::string::npos) << changed.err;
+  EXPECT_NE(changed.err.find("--new-version"), std::string::npos) << changed.err;
+}
+
 TEST_F(SweepCliTest, FailedRunsAreRetriedWithBackoffAndAttemptsKeepTheirOwnMetrics) {
   std::string spec = WriteSpec(
       "s.json", Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01", "FAKE_RUNNER_FAIL_ATTEMPTS": "1")",
@@ -351,7 +377,7 @@ TEST_F(SweepCliTest, SigintStopsChildrenAndMarksTheirRunsCancelled) {
       << second.err;
   kill(c.id(), SIGINT);
   c.wait();
-  EXPECT_EQ(c.exit_code(), 1);
+  EXPECT_EQ(c.exit_code(), 130);  // 128 + SIGINT, the shell convention
   EXPECT_TRUE(WaitFor([&] { return AllGone(pids); }, 30)) << "runner processes survived";
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'cancelled'"), 2);
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'pending'"), 2);

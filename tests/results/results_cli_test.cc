@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -165,10 +166,20 @@ TEST_F(ResultsCliTest, ShowPrintsSummaryMetricsEventsAndConfig) {
   Result r = Run({"results", "show", "0256n"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("run 0256naaaaaaaaaa"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("transition running -> completed"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("transition +running +completed"))) << r.out;
   EXPECT_NE(r.out.find("loss"), std::string::npos);
   EXPECT_NE(r.out.find("\"batch_size\": 256"), std::string::npos);
   EXPECT_EQ(Run({"results", "show", "0256"}).code, 2);  // ambiguous prefix
+
+  // --format json: one object with the summary, metrics, events and config.
+  Result j = Run({"results", "show", "0256n", "--format", "json"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  const nlohmann::json v = nlohmann::json::parse(j.out);
+  EXPECT_EQ(v["run"]["run_id"], "0256naaaaaaaaaa");
+  EXPECT_EQ(v["config"]["batch_size"], 256);
+  ASSERT_EQ(v["events"].size(), 2u);
+  EXPECT_EQ(v["events"][1]["to_state"], "completed");
+  EXPECT_EQ(v["metrics"][0]["name"], "loss");
 }
 
 TEST_F(ResultsCliTest, QueryIsReadOnly) {
