@@ -231,14 +231,16 @@ std::string RecommendationSentence(const Recommendation& r) {
                      r.speedup >= 1 ? "faster" : "slower", r.target, b.batch_size,
                      Ranks(b.world_size), N(r.compute_ratio), N(c.seconds), N(b.seconds),
                      N(c.compute), N(b.compute));
+    if (c.steps > 0 && b.steps > 0) {
+      s += fmt::format(", {} steps vs {}", N(c.steps), N(b.steps));
+    }
   }
   const char* why = r.prefer == Preference::kTime      ? "least time to target"
                     : r.prefer == Preference::kCompute ? "least compute to target"
                                                        : "least time x compute";
-  s += fmt::format("; prefer {}: {} of {} {}configurations", PreferenceName(r.prefer), why,
+  s += fmt::format("; prefer {}: {} of {} {}configurations.", PreferenceName(r.prefer), why,
                    r.candidates, r.projected ? "projected " : "measured ");
-  if (!r.projected && !c.label.empty()) s += fmt::format(" ({})", c.label);
-  return s + ".";
+  return s;
 }
 
 std::string CritSentence(const Recommendation& r) {

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# README command 1: set up, build, and run the quickstart study end to end.
-# Leaves batchlab.db (SQLite) in the repository root and prints the runs with their outcomes.
+# README command 1: set up, build, and run the quickstart study end to end; it ends with the
+# critical batch size (95% interval), B_simple, the time-compute frontier, a recommended batch
+# size and rank count, and the path of the report. Leaves batchlab.db (SQLite), runs/ and
+# reports/quickstart/ in the repository root. Re-running resumes (finished runs are skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 export PATH="$PWD/build/cli:$PWD/build/runner:$PATH"
-batchlab --db batchlab.db sweep run sweeps/quickstart.json
-batchlab --db batchlab.db results list --sweep quickstart
+start=$(date +%s)
+# --new-version: a batchlab.db from an older quickstart spec keeps its runs as an older version.
+batchlab --db batchlab.db sweep run sweeps/quickstart.json --new-version
+echo
+batchlab --db batchlab.db analyze pareto --sweep quickstart
+echo
 batchlab --db batchlab.db report --sweep quickstart --out reports/quickstart
+echo "quickstart study: $(( $(date +%s) - start )) s after the build"
