@@ -398,7 +398,7 @@ TEST_F(SweepCliTest, SighupStopsLikeSigint) {
   std::vector<pid_t> pids = PidsIn(pid_dir);
   kill(c.id(), SIGHUP);
   c.wait();
-  EXPECT_EQ(c.exit_code(), 1);  // before the fix: killed by SIGHUP, nothing marked
+  EXPECT_EQ(c.exit_code(), 129);  // 128 + SIGHUP (before the fix: killed, nothing marked)
   EXPECT_TRUE(WaitFor([&] { return AllGone(pids); }, 30)) << "runner processes survived";
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'cancelled'"), 2);
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'running'"), 0);
