@@ -50,10 +50,15 @@ two_rank=$(sqlite3 e2e.db "SELECT count(*) FROM run_summary WHERE world_size = 2
 bl analyze target --sweep e2e --format json > target.json || fail "analyze target exited $?"
 grep -q '"batch_size"' target.json || fail "analyze target names no batch size: $(cat target.json)"
 
+rec=$(bl analyze recommend --sweep e2e) || fail "analyze recommend exited $?"
+echo "$rec" | grep -qE "^B=[0-9]+ on [0-9]+ ranks?" || fail "no measured recommendation: $rec"
+echo "$rec" | grep -q "^PROJECTION (" || fail "no labelled projection: $rec"
+
 bl report --sweep e2e --out report || fail "report exited $?"
 for f in report/report.html report/report.md; do
   [ -s "$f" ] || fail "$f missing or empty"
   grep -q "e2e" "$f" || fail "$f does not name the sweep"
+  grep -q "Recommendation" "$f" || fail "$f has no recommendation section"
 done
 
 bl sweep run e2e.json --runner "$runner" --slots 2 || fail "re-run exited $?"
