@@ -1,0 +1,236 @@
+// The `batchlab` CLI behaving like one (issue 11): global options before or after the
+// subcommand, --format on every command that prints data, per-subcommand help, bad input exits
+// 2 naming the flag, no source paths in messages, aligned numbers; and `analyze recommend`
+// against the synthetic sweep's closed-form answer.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/analysis/synthetic_sweep.h"
+
+namespace batchlab {
+namespace {
+
+using analysis::testing::TempDir;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliBehaviourTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    db_ = dir_->File("batchlab.db");
+    truth_ = analysis::testing::WriteSyntheticSweep(db_, dir_->path());
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  // `args` as written on a command line (single-quoted where needed); no --db added.
+  static Result Raw(const std::string& args) {
+    const std::string out = dir_->File("out.txt"), err = dir_->File("err.txt");
+    const std::string cmd =
+        std::string(BATCHLAB_BINARY) + " " + args + " >'" + out + "' 2>'" + err + "'";
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out), ReadFile(err)};
+  }
+  // The global --db after the subcommand, as users type it.
+  static Result Run(const std::string& args) { return Raw(args + " --db '" + db_ + "'"); }
+
+  static TempDir* dir_;
+  static std::string db_;
+  static analysis::testing::SyntheticSweep truth_;
+};
+
+TempDir* CliBehaviourTest::dir_ = nullptr;
+std::string CliBehaviourTest::db_;
+analysis::testing::SyntheticSweep CliBehaviourTest::truth_;
+
+TEST_F(CliBehaviourTest, GlobalDbBeforeOrAfterTheSubcommand) {
+  const Result before = Raw("--db '" + db_ + "' results list --sweep synthetic --format csv");
+  const Result after = Raw("results list --sweep synthetic --format csv --db '" + db_ + "'");
+  const Result middle = Raw("results --db '" + db_ + "' list --sweep synthetic --format csv");
+  ASSERT_EQ(before.code, 0) << before.err;
+  EXPECT_EQ(after.code, 0) << after.err;
+  EXPECT_EQ(middle.code, 0) << middle.err;
+  EXPECT_EQ(after.out, before.out);
+  EXPECT_EQ(middle.out, before.out);
+}
+
+TEST_F(CliBehaviourTest, EveryDataCommandTakesFormatTableCsvJson) {
+  const std::vector<std::string> commands = {
+      "sweep list",
+      "results list --sweep synthetic",
+      "results query 'SELECT batch_size, count(*) AS runs FROM run_summary GROUP BY 1'",
+      "results export --sweep synthetic",
+      "analyze target --sweep synthetic",
+      "analyze crit --sweep synthetic --resamples 50",
+      "analyze gns --sweep synthetic --resamples 50",
+      "analyze pareto --sweep synthetic",
+      "analyze scaling --sweep synthetic",
+      "analyze project --sweep synthetic",
+      "analyze recommend --sweep synthetic --resamples 50",
+  };
+  for (const std::string& c : commands) {
+    const Result table = Run(c);
+    EXPECT_EQ(table.code, 0) << c << ": " << table.err;
+    EXPECT_EQ(Run(c + " --format table").out, table.out) << c << ": table is not the default";
+    const Result csv = Run(c + " --format csv");
+    EXPECT_EQ(csv.code, 0) << c << ": " << csv.err;
+    const std::string header = csv.out.substr(0, csv.out.find('\n'));
+    EXPECT_NE(header.find(','), std::string::npos) << c << ": no CSV header: " << csv.out;
+    const Result json = Run(c + " --format json");
+    EXPECT_EQ(json.code, 0) << c << ": " << json.err;
+    EXPECT_FALSE(nlohmann::json::parse(json.out, nullptr, false).is_discarded())
+        << c << ": not JSON: " << json.out;
+    const Result bad = Run(c + " --format xml");
+    EXPECT_EQ(bad.code, 2) << c;
+    EXPECT_NE(bad.err.find("--format"), std::string::npos) << c << ": " << bad.err;
+  }
+  // JSON Lines where rows stream: one object per line.
+  const Result jsonl = Run("results list --sweep synthetic --format jsonl");
+  ASSERT_EQ(jsonl.code, 0) << jsonl.err;
+  std::istringstream lines(jsonl.out);
+  int n = 0;
+  for (std::string l; std::getline(lines, l); ++n) {
+    EXPECT_TRUE(nlohmann::json::parse(l, nullptr, false).is_object()) << l;
+  }
+  EXPECT_EQ(n, truth_.runs);
+  // results show: table or JSON.
+  const Result show = Run("results show 0000000000abc000 --format json");
+  ASSERT_EQ(show.code, 0) << show.err;
+  EXPECT_EQ(nlohmann::json::parse(show.out)["run"]["batch_size"], 32);
+}
+
+TEST_F(CliBehaviourTest, EachSubcommandsHelpListsOnlyItsOwnFlags) {
+  struct Case {
+    std::string command;
+    std::vector<std::string> has, lacks;
+  };
+  const std::vector<Case> cases = {
+      {"analyze gns", {"--beta", "--resamples", "--series"}, {"--target", "--profile", "--prefer"}},
+      {"analyze target", {"--target"}, {"--beta", "--resamples", "--profile", "--skip-steps"}},
+      {"analyze scaling", {"--skip-steps"}, {"--beta", "--target", "--profile"}},
+      {"analyze project", {"--profile", "--device-speedup", "--target"}, {"--beta", "--prefer"}},
+      {"analyze recommend", {"--prefer", "--profile", "--target"}, {"--beta", "--series"}},
+      {"report", {"--prefer", "--beta", "--profile", "--out"}, {"--series"}},
+  };
+  for (const Case& c : cases) {
+    const Result r = Raw(c.command + " --help");
+    ASSERT_EQ(r.code, 0) << c.command;
+    for (const std::string& f : c.has) EXPECT_NE(r.out.find(f), std::string::npos) << c.command << " " << f;
+    for (const std::string& f : c.lacks) {
+      EXPECT_EQ(r.out.find(f + " "), std::string::npos) << c.command << " lists " << f;
+    }
+    EXPECT_NE(r.out.find("--db"), std::string::npos) << c.command << ": the global option";
+  }
+}
+
+TEST_F(CliBehaviourTest, MalformedTargetExits2NamingIt) {
+  const std::vector<std::string> targets = {"acc>=0.8", "test_accuracy=>0.8",
+                                            "test_accuracy>=high"};
+  const std::vector<std::string> commands = {
+      "analyze target --sweep synthetic", "analyze crit --sweep synthetic",
+      "analyze recommend --sweep synthetic", "report --sweep synthetic --out '" + dir_->File("r") + "'"};
+  for (const std::string& target : targets) {
+    for (const std::string& c : commands) {
+      const Result r = Run(c + " --target '" + target + "'");
+      EXPECT_EQ(r.code, 2) << c << " " << target << ": " << r.out;
+      EXPECT_NE(r.err.find("--target '"), std::string::npos) << r.err;
+      EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+  }
+  const Result unknown = Run("analyze crit --sweep synthetic --target 'acc>=0.8'");
+  EXPECT_NE(unknown.err.find("'acc'"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("test_accuracy"), std::string::npos) << unknown.err;  // the fix
+}
+
+TEST_F(CliBehaviourTest, RecommendPicksTheClosedFormOptimum) {
+  // One rank: time to target S(B) (c B + o) with S = S_min (1 + B_noise/B) is least at
+  // B* = sqrt(o B_noise / c) = sqrt(2e-3 · 200 / 1e-4) ≈ 63 -> B=64 on the grid, at lr 0.1.
+  const Result r = Run("analyze recommend --sweep synthetic --prefer compute --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out)["recommendation"]["measured"];
+  EXPECT_EQ(j["choice"]["batch_size"], 64) << j.dump(2);
+  EXPECT_EQ(j["choice"]["ranks"], 1);
+  EXPECT_EQ(j["baseline"]["batch_size"], 32);
+  const Result text = Run("analyze recommend --sweep synthetic --prefer compute");
+  EXPECT_NE(text.out.find("B=64 on 1 rank:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("PROJECTION (ib-100g"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("(B_crit)"), std::string::npos) << text.out;
+  EXPECT_EQ(Run("analyze recommend --sweep synthetic --prefer fast").code, 2);
+}
+
+TEST_F(CliBehaviourTest, SweepListCountsRunsByOutcome) {
+  const Result r = Run("sweep list --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["sweep"], "synthetic");
+  EXPECT_EQ(j[0]["runs"], truth_.runs);
+  EXPECT_EQ(j[0]["pending"], 1);
+  EXPECT_EQ(j[0]["finished"], truth_.runs - 1);
+}
+
+TEST_F(CliBehaviourTest, MessagesNameNoSourcePaths) {
+  std::ofstream(dir_->File("junk.db")) << std::string(4096, 'x');
+  const std::vector<std::string> failing = {
+      "results query 'SELEC 1'",
+      "results query 'SELECT * FROM no_such_table'",
+      "analyze crit --sweep nosuch",
+      "results show ffff",
+      "results list --where 'no_such_column=3'",
+  };
+  for (const std::string& c : failing) {
+    const Result r = Run(c);
+    EXPECT_EQ(r.code, 2) << c << ": " << r.err;
+    EXPECT_FALSE(std::regex_search(r.err, std::regex(R"(\.(cc|h):[0-9]+)"))) << c << ": " << r.err;
+    EXPECT_EQ(r.err.find("/work/"), std::string::npos) << c << ": " << r.err;
+  }
+  const Result junk = Raw("results list --db '" + dir_->File("junk.db") + "'");
+  EXPECT_EQ(junk.code, 2);
+  EXPECT_FALSE(std::regex_search(junk.err, std::regex(R"(\.(cc|h):[0-9]+)"))) << junk.err;
+}
+
+TEST_F(CliBehaviourTest, TableNumbersAreRightAlignedInOneStyle) {
+  // x from 10.67 to 170.7; z from 1.067e-04 to 1.707e-03, which needs the scientific style for
+  // its small end, so the whole column takes it.
+  const Result r = Run(
+      "results query 'SELECT run_id, batch_size, batch_size / 3.0 AS x, batch_size / 300000.0 AS z "
+      "FROM run_summary ORDER BY run_id'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream in(r.out);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), static_cast<size_t>(truth_.runs) + 2) << r.out;
+  const std::regex row(R"(^[0-9a-f]{16}  +[0-9]+  +([0-9.]+)  +([0-9.e+-]+)$)");
+  for (size_t i = 2; i < lines.size(); ++i) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(lines[i], m, row)) << lines[i];
+    EXPECT_EQ(lines[i].size(), lines[1].size()) << "not right-aligned: " << lines[i];
+    std::string x = m[1].str();
+    x.erase(std::remove(x.begin(), x.end(), '.'), x.end());
+    EXPECT_EQ(x.size(), 4u) << "x not 4 significant digits: " << lines[i];
+    EXPECT_TRUE(std::regex_match(m[2].str(), std::regex(R"([0-9]\.[0-9]{3}e-0[34])"))) << lines[i];
+  }
+}
+
+}  // namespace
+}  // namespace batchlab
