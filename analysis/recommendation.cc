@@ -37,8 +37,7 @@ bool Usable(const Candidate& c) {
 }
 
 Recommendation Recommend(const std::vector<Candidate>& candidates, const CritSection& crit,
-                         Preference prefer, bool projected, std::string basis,
-                         std::string target) {
+                         Preference prefer, bool projected, std::string basis, std::string target) {
   Recommendation r;
   r.prefer = prefer;
   r.projected = projected;
@@ -66,9 +65,9 @@ Recommendation Recommend(const std::vector<Candidate>& candidates, const CritSec
 }
 
 nlohmann::json CandidateJson(const Candidate& c) {
-  return {{"label", c.label},     {"run_id", c.run_id}, {"batch_size", c.batch_size},
-          {"ranks", c.world_size}, {"seeds", c.seeds},   {"steps", c.steps},
-          {"seconds", c.seconds}, {"compute", c.compute}};
+  return {{"label", c.label},      {"run_id", c.run_id},  {"batch_size", c.batch_size},
+          {"ranks", c.world_size}, {"seeds", c.seeds},    {"steps", c.steps},
+          {"seconds", c.seconds},  {"compute", c.compute}};
 }
 
 nlohmann::json OneJson(const Recommendation& r) {
@@ -225,12 +224,12 @@ std::string RecommendationSentence(const Recommendation& r) {
     s += fmt::format(": the smallest batch is also the best for {}: {} s and {} rank-s to {}",
                      PreferenceName(r.prefer), N(c.seconds), N(c.compute), r.target);
   } else {
-    s += fmt::format(": {}x {} to {} than B={} on {}, for {}x the compute ({} s vs {} s; {} vs {} "
-                     "rank-s)",
-                     N(r.speedup >= 1 ? r.speedup : 1 / r.speedup),
-                     r.speedup >= 1 ? "faster" : "slower", r.target, b.batch_size,
-                     Ranks(b.world_size), N(r.compute_ratio), N(c.seconds), N(b.seconds),
-                     N(c.compute), N(b.compute));
+    s += fmt::format(
+        ": {}x {} to {} than B={} on {}, for {}x the compute ({} s vs {} s; {} vs {} "
+        "rank-s)",
+        N(r.speedup >= 1 ? r.speedup : 1 / r.speedup), r.speedup >= 1 ? "faster" : "slower",
+        r.target, b.batch_size, Ranks(b.world_size), N(r.compute_ratio), N(c.seconds), N(b.seconds),
+        N(c.compute), N(b.compute));
     if (c.steps > 0 && b.steps > 0) {
       s += fmt::format(", {} steps vs {}", N(c.steps), N(b.steps));
     }
@@ -281,12 +280,13 @@ Table RecommendationTable(const RecommendationSection& s) {
   for (const auto* group : {&s.measured, &s.projected}) {
     for (const Recommendation& r : *group) {
       if (!r.status.ok()) continue;
-      t.rows.push_back({r.basis, std::string(PreferenceName(r.prefer)) +
-                                     (r.prefer == s.prefer ? " (chosen)" : ""),
-                        std::to_string(r.choice.batch_size), std::to_string(r.choice.world_size),
-                        FormatNumber(r.choice.seconds), FormatNumber(r.choice.compute),
-                        FormatNumber(r.speedup), FormatNumber(r.compute_ratio),
-                        fmt::format("B={} K={}", r.baseline.batch_size, r.baseline.world_size)});
+      t.rows.push_back(
+          {r.basis,
+           std::string(PreferenceName(r.prefer)) + (r.prefer == s.prefer ? " (chosen)" : ""),
+           std::to_string(r.choice.batch_size), std::to_string(r.choice.world_size),
+           FormatNumber(r.choice.seconds), FormatNumber(r.choice.compute), FormatNumber(r.speedup),
+           FormatNumber(r.compute_ratio),
+           fmt::format("B={} K={}", r.baseline.batch_size, r.baseline.world_size)});
     }
   }
   t.notes = RecommendationLines(s);

@@ -71,9 +71,9 @@ struct Recommendation {
   Status status;  // FailedPrecondition when no configuration reached the target
   Preference prefer = Preference::kBalanced;
   bool projected = false;
-  std::string basis;   // "measured" or "projected: ib-100g"
+  std::string basis;    // "measured" or "projected: ib-100g"
   std::string profile;  // the cluster profile of a projection
-  std::string target;  // "test_accuracy>=0.85"
+  std::string target;   // "test_accuracy>=0.85"
   int candidates = 0;
   Candidate choice;
   Candidate baseline;
@@ -105,8 +105,7 @@ struct RecommendationSection {
   const Recommendation& ChosenProjected() const { return projected[static_cast<int>(prefer)]; }
 };
 RecommendationSection AnalyzeRecommendation(const TargetSection& target, const CritSection& crit,
-                                            const ProjectionSection& projection,
-                                            Preference prefer);
+                                            const ProjectionSection& projection, Preference prefer);
 
 // The chosen preference's sentences: measured, its B_crit sentence, projected.
 std::vector<std::string> RecommendationLines(const RecommendationSection& section);

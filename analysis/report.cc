@@ -221,7 +221,8 @@ std::string RenderMarkdown(const Study& s) {
   md += "## Summary\n\n";
   for (const std::string& line : Summary(s)) md += "- " + line + "\n";
   if (!s.recommendation.measured.empty()) {
-    md += fmt::format("\n## Recommendation (prefer {})\n\n", PreferenceName(s.recommendation.prefer));
+    md +=
+        fmt::format("\n## Recommendation (prefer {})\n\n", PreferenceName(s.recommendation.prefer));
     for (const std::string& line : RecommendationLines(s.recommendation)) md += line + "\n\n";
   }
   md +=

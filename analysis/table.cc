@@ -41,7 +41,8 @@ std::string HtmlEscape(const std::string& s) {
 }
 
 std::string Table::ToText() const {
-  std::string out = title + "\n" + results::FormatRows(columns, rows, results::OutputFormat::kTable);
+  std::string out =
+      title + "\n" + results::FormatRows(columns, rows, results::OutputFormat::kTable);
   if (rows.empty()) out += "(no rows)\n";
   for (const std::string& n : notes) out += n + "\n";
   return out;

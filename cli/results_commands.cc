@@ -44,10 +44,9 @@ struct ResultsArgs {
 
 Status RunList(const CliContext& ctx, const ResultsArgs& a) {
   BATCHLAB_ASSIGN_OR_RETURN(
-      OutputFormat format,
-      results::ParseOutputFormat(a.format, "--format",
-                                 {OutputFormat::kTable, OutputFormat::kCsv, OutputFormat::kJson,
-                                  OutputFormat::kJsonl}));
+      OutputFormat format, results::ParseOutputFormat(a.format, "--format",
+                                                      {OutputFormat::kTable, OutputFormat::kCsv,
+                                                       OutputFormat::kJson, OutputFormat::kJsonl}));
   results::RunListOptions o;
   if (!a.sweep.empty()) o.sweep = a.sweep;
   if (a.sweep_version > 0) o.sweep_version = a.sweep_version;
@@ -70,8 +69,8 @@ Status RunList(const CliContext& ctx, const ResultsArgs& a) {
 
 Status RunShow(const CliContext& ctx, const ResultsArgs& a) {
   BATCHLAB_ASSIGN_OR_RETURN(
-      OutputFormat format,
-      results::ParseOutputFormat(a.format, "--format", {OutputFormat::kTable, OutputFormat::kJson}));
+      OutputFormat format, results::ParseOutputFormat(a.format, "--format",
+                                                      {OutputFormat::kTable, OutputFormat::kJson}));
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
   return results::WriteRunDetails(*db, a.run_id, stdout, format);
 }
@@ -102,10 +101,9 @@ Status RunExport(const CliContext& ctx, const ResultsArgs& a) {
         fmt::format("--what '{}': unknown; valid values: runs, metrics", a.what));
   }
   BATCHLAB_ASSIGN_OR_RETURN(
-      OutputFormat format,
-      results::ParseOutputFormat(a.format, "--format",
-                                 {OutputFormat::kTable, OutputFormat::kCsv, OutputFormat::kJson,
-                                  OutputFormat::kJsonl}));
+      OutputFormat format, results::ParseOutputFormat(a.format, "--format",
+                                                      {OutputFormat::kTable, OutputFormat::kCsv,
+                                                       OutputFormat::kJson, OutputFormat::kJsonl}));
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
   std::optional<int> version;
   if (a.sweep_version > 0) version = a.sweep_version;

@@ -28,8 +28,8 @@
 #include "orchestrator/spec.h"
 #include "orchestrator/sweep_executor.h"
 #include "results/database.h"
-#include "results/schema.h"
 #include "results/run_query.h"
+#include "results/schema.h"
 #include "results/store.h"
 #include "results/table_writer.h"
 
@@ -202,16 +202,15 @@ Status PlanSweep(const PlanFlags& f) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : plan.runs) {
-    rows.push_back({std::to_string(r.ordinal), r.id, std::to_string(r.world_size),
-                    std::to_string(r.slots),
-                    std::to_string(r.config["local_batch_size"].get<long long>()),
-                    std::to_string(r.config["micro_batch_size"].get<long long>()),
-                    results::FormatReal(r.scaled_lr), results::FormatReal(r.expected_seconds),
-                    ParamsText(r)});
+    rows.push_back(
+        {std::to_string(r.ordinal), r.id, std::to_string(r.world_size), std::to_string(r.slots),
+         std::to_string(r.config["local_batch_size"].get<long long>()),
+         std::to_string(r.config["micro_batch_size"].get<long long>()),
+         results::FormatReal(r.scaled_lr), results::FormatReal(r.expected_seconds), ParamsText(r)});
   }
-  const std::vector<std::string> columns = {"ordinal", "run_id",    "world_size", "slots",
-                                            "local_batch", "micro_batch", "lr",  "est_seconds",
-                                            "params"};
+  const std::vector<std::string> columns = {"ordinal", "run_id",      "world_size",
+                                            "slots",   "local_batch", "micro_batch",
+                                            "lr",      "est_seconds", "params"};
   if (f.format == "csv") {
     fmt::print("{}", results::FormatRows(columns, rows, results::OutputFormat::kCsv));
     return OkStatus();

@@ -103,8 +103,8 @@ SpecChange CompareSpecs(const json& stored, const json& now) {
   const json old_seeds = SeedsOf(stored), new_seeds = SeedsOf(now);
   std::optional<json> seeds = Added(old_seeds, new_seeds);
   if (!seeds) {
-    return Changed(fmt::format("seeds: {} -> {} (a seed was removed)", old_seeds.dump(),
-                               new_seeds.dump()));
+    return Changed(
+        fmt::format("seeds: {} -> {} (a seed was removed)", old_seeds.dump(), new_seeds.dump()));
   }
   if (!seeds->empty()) added.push_back(fmt::format("seeds {}", seeds->dump()));
   // Axes: the same paths, each a superset.
@@ -132,8 +132,9 @@ SpecChange CompareSpecs(const json& stored, const json& now) {
     std::vector<std::string> a, b;
     for (const auto& [path, v] : old_zip[i].items()) a.push_back(path);
     for (const auto& [path, v] : new_zip[i].items()) b.push_back(path);
-    if (a != b) return Changed(fmt::format("zip[{}]: paths {} -> {}", i, fmt::join(a, ","),
-                                           fmt::join(b, ",")));
+    if (a != b)
+      return Changed(
+          fmt::format("zip[{}]: paths {} -> {}", i, fmt::join(a, ","), fmt::join(b, ",")));
     std::optional<json> more = Added(Tuples(old_zip[i]), Tuples(new_zip[i]));
     if (!more) return Changed(fmt::format("zip[{}]: a tuple was removed or changed", i));
     if (!more->empty()) added.push_back(fmt::format("zip[{}] {}", i, more->dump()));

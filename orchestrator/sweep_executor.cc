@@ -61,8 +61,8 @@ StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec
     const SpecChange change =
         CompareSpecs(nlohmann::json::parse(latest->spec_json, nullptr, false), spec.canonical);
     if (change.kind != SpecChange::kChanged) {
-      BATCHLAB_RETURN_IF_ERROR(store.UpdateSweepSpec(latest->id, spec.canonical.dump(),
-                                                     spec.spec_hash));
+      BATCHLAB_RETURN_IF_ERROR(
+          store.UpdateSweepSpec(latest->id, spec.canonical.dump(), spec.spec_hash));
       *extended = change.detail;
       latest->spec_hash = spec.spec_hash;
       return *latest;

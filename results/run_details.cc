@@ -107,17 +107,16 @@ Status WriteRunDetails(Database& db, const std::string& run_id_or_prefix, std::F
   BATCHLAB_ASSIGN_OR_RETURN(std::string run_id, ResolveRunId(db, run_id_or_prefix));
   if (format == OutputFormat::kJson) {
     nlohmann::json j;
-    BATCHLAB_ASSIGN_OR_RETURN(
-        nlohmann::json summary,
-        QueryJson(db, "SELECT * FROM run_summary WHERE run_id = ?", run_id));
+    BATCHLAB_ASSIGN_OR_RETURN(nlohmann::json summary,
+                              QueryJson(db, "SELECT * FROM run_summary WHERE run_id = ?", run_id));
     j["run"] = summary.empty() ? nlohmann::json(nullptr) : summary.front();
     BATCHLAB_ASSIGN_OR_RETURN(j["metrics"], QueryJson(db, kMetricsSql, run_id));
     BATCHLAB_ASSIGN_OR_RETURN(j["events"], QueryJson(db, kEventsSql, run_id));
     BATCHLAB_ASSIGN_OR_RETURN(nlohmann::json config,
                               QueryJson(db, "SELECT config_json FROM runs WHERE id = ?", run_id));
     j["config"] = config.empty() ? nlohmann::json(nullptr)
-                                 : nlohmann::json::parse(config.front().value("config_json", "null"),
-                                                         nullptr, false);
+                                 : nlohmann::json::parse(
+                                       config.front().value("config_json", "null"), nullptr, false);
     fmt::print(out, "{}\n", j.dump(2));
     return OkStatus();
   }

@@ -80,7 +80,8 @@ void AppendAligned(fmt::memory_buffer& buf, const std::vector<std::string>& colu
   const size_t n = columns.size();
   for (size_t c = 0; c < n; ++c) {
     bool scientific = false;
-    for (const auto& r : rows) scientific = scientific || (r[c].is_real && NeedsScientific(r[c].real));
+    for (const auto& r : rows)
+      scientific = scientific || (r[c].is_real && NeedsScientific(r[c].real));
     for (auto& r : rows) {
       if (r[c].is_real) r[c].text = FormatRealIn(r[c].real, scientific, 4);
     }

@@ -13,7 +13,8 @@
 // The table format holds all rows to align them; the others stream.
 //
 // The same writer renders rows already held as text (the analysis tables):
-//   fmt::print("{}", FormatRows({"batch_size", "steps"}, {{"256", "912.5"}}, OutputFormat::kTable));
+//   fmt::print("{}", FormatRows({"batch_size", "steps"}, {{"256", "912.5"}},
+//   OutputFormat::kTable));
 #ifndef BATCHLAB_RESULTS_TABLE_WRITER_H_
 #define BATCHLAB_RESULTS_TABLE_WRITER_H_
 

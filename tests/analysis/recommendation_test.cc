@@ -33,8 +33,8 @@ TargetHit Hit(int64_t b, int k, int64_t seed, double seconds_scale = 1) {
   h.config_key = fmt::format("nodes={}", k);
   h.status = HitStatus::kReached;
   h.step = static_cast<int64_t>(std::llround(StepsAt(static_cast<double>(b))));
-  h.seconds = StepsAt(static_cast<double>(b)) * StepSeconds(static_cast<double>(b), k) *
-              seconds_scale;
+  h.seconds =
+      StepsAt(static_cast<double>(b)) * StepSeconds(static_cast<double>(b), k) * seconds_scale;
   h.compute = k * h.seconds;
   return h;
 }
@@ -113,7 +113,7 @@ TEST(RecommendationTest, SeedsAreAveragedAndAConfigCountsOnlyIfEverySeedReached)
   ASSERT_EQ(cands.size(), 1u);
   EXPECT_EQ(cands[0].seeds, 2);
   EXPECT_NEAR(cands[0].seconds, 2 * StepsAt(64) * StepSeconds(64, 1), 1e-9);  // mean of 1x, 3x
-  EXPECT_EQ(cands[0].run_id, "b64k1s1");                                       // the faster seed
+  EXPECT_EQ(cands[0].run_id, "b64k1s1");                                      // the faster seed
 }
 
 TEST(RecommendationTest, NothingReachedIsAFailedPreconditionNamingTheTarget) {

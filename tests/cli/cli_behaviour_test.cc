@@ -135,7 +135,8 @@ TEST_F(CliBehaviourTest, EachSubcommandsHelpListsOnlyItsOwnFlags) {
   for (const Case& c : cases) {
     const Result r = Raw(c.command + " --help");
     ASSERT_EQ(r.code, 0) << c.command;
-    for (const std::string& f : c.has) EXPECT_NE(r.out.find(f), std::string::npos) << c.command << " " << f;
+    for (const std::string& f : c.has)
+      EXPECT_NE(r.out.find(f), std::string::npos) << c.command << " " << f;
     for (const std::string& f : c.lacks) {
       EXPECT_EQ(r.out.find(f + " "), std::string::npos) << c.command << " lists " << f;
     }
@@ -148,7 +149,8 @@ TEST_F(CliBehaviourTest, MalformedTargetExits2NamingIt) {
                                             "test_accuracy>=high"};
   const std::vector<std::string> commands = {
       "analyze target --sweep synthetic", "analyze crit --sweep synthetic",
-      "analyze recommend --sweep synthetic", "report --sweep synthetic --out '" + dir_->File("r") + "'"};
+      "analyze recommend --sweep synthetic",
+      "report --sweep synthetic --out '" + dir_->File("r") + "'"};
   for (const std::string& target : targets) {
     for (const std::string& c : commands) {
       const Result r = Run(c + " --target '" + target + "'");

@@ -19,9 +19,9 @@ std::vector<std::string> Lines(const std::string& s) {
 }
 
 TEST(TableWriterTest, NumbersAreRightAlignedWithOneStylePerColumn) {
-  const std::string t = FormatRows({"run", "value", "steps"},
-                                   {{"a", "0.0013", "12"}, {"bb", "0.0008986", "1200"}},
-                                   OutputFormat::kTable);
+  const std::string t =
+      FormatRows({"run", "value", "steps"}, {{"a", "0.0013", "12"}, {"bb", "0.0008986", "1200"}},
+                 OutputFormat::kTable);
   const std::vector<std::string> lines = Lines(t);
   ASSERT_EQ(lines.size(), 4u) << t;
   // One column holding 1.3e-3 and 8.986e-4: both scientific with 4 significant digits.
@@ -45,17 +45,17 @@ TEST(TableWriterTest, FixedStyleKeepsFourSignificantDigits) {
 }
 
 TEST(TableWriterTest, HexIdsAndPercentagesAreNotReformatted) {
-  const std::string t = FormatRows({"id", "eff"}, {{"123e4567", "98.5%"}, {"00ab", "7%"}},
-                                   OutputFormat::kTable);
+  const std::string t =
+      FormatRows({"id", "eff"}, {{"123e4567", "98.5%"}, {"00ab", "7%"}}, OutputFormat::kTable);
   EXPECT_NE(t.find("123e4567"), std::string::npos) << t;
   EXPECT_NE(t.find("98.5%"), std::string::npos) << t;
   EXPECT_NE(t.find("   7%"), std::string::npos) << t;  // right-aligned
 }
 
 TEST(TableWriterTest, JsonHasNumbersNullsAndStrings) {
-  const std::string j = FormatRows({"id", "steps", "loss", "note"},
-                                   {{"a1", "12", "0.5", ""}, {"b2", "", "inf", "x"}},
-                                   OutputFormat::kJson);
+  const std::string j =
+      FormatRows({"id", "steps", "loss", "note"}, {{"a1", "12", "0.5", ""}, {"b2", "", "inf", "x"}},
+                 OutputFormat::kJson);
   const nlohmann::json v = nlohmann::json::parse(j);
   ASSERT_EQ(v.size(), 2u);
   EXPECT_EQ(v[0]["steps"], 12);
