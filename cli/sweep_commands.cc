@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -83,27 +84,70 @@ StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& pat
   return std::make_pair(std::move(spec), std::move(plan).value());
 }
 
+// The executables the plan needs: batchlab-runner when a run uses it, batchlab-rank when a run
+// is a user program.
+StatusOr<orch::LaunchTools> LocateTools(const orch::Plan& plan, const std::string& runner_flag) {
+  bool builtin = false, user = false;
+  for (const auto& r : plan.runs) (r.program.builtin ? builtin : user) = true;
+  orch::LaunchTools tools;
+  if (builtin || !runner_flag.empty()) {
+    BATCHLAB_ASSIGN_OR_RETURN(tools.runner, orch::LocateRunner(runner_flag));
+  }
+  if (user) {
+    BATCHLAB_ASSIGN_OR_RETURN(tools.rank_exec, orch::LocateRankExec());
+  }
+  return tools;
+}
+
+// Asks each program that can check a config (the built-in runner; a user program with
+// "validate": true) about the first run it would train.
+Status ValidatePrograms(const orch::Plan& plan, const orch::LaunchTools& tools) {
+  std::set<std::string> asked;
+  for (const auto& r : plan.runs) {
+    const std::string key = r.program.builtin ? "" : nlohmann::json(r.program.command).dump();
+    if (!asked.insert(key).second) continue;
+    if (r.program.builtin) {
+      BATCHLAB_RETURN_IF_ERROR(orch::ValidateWithRunner(tools.runner, r.config));
+    } else {
+      BATCHLAB_RETURN_IF_ERROR(orch::ValidateWithProgram(r.program, r.config));
+    }
+  }
+  return OkStatus();
+}
+
+// "batchlab-runner /path" or the user programs' commands, for the start line.
+std::string ProgramsText(const orch::Plan& plan, const orch::LaunchTools& tools) {
+  std::set<std::string> names;
+  for (const auto& r : plan.runs) {
+    if (r.program.builtin) {
+      names.insert(tools.runner);
+      continue;
+    }
+    std::string cmd;
+    for (const auto& a : r.program.command) cmd += (cmd.empty() ? "" : " ") + a;
+    names.insert(cmd);
+  }
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : "; ") + n;
+  return out;
+}
+
 Status RunSweep(const RunFlags& f, CliContext& ctx) {
   // Everything that can be wrong with the input is checked before the database is opened.
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
   auto& [spec, plan] = loaded;
   if (f.slots < 1) return InvalidArgumentError("--slots: must be at least 1");
-  BATCHLAB_ASSIGN_OR_RETURN(std::string runner, orch::LocateRunner(f.runner));
-  if (!f.no_validate && !plan.runs.empty()) {
-    BATCHLAB_RETURN_IF_ERROR(
-        orch::ValidateWithRunner(runner, plan.runs.front().config).WithContext(f.spec_path));
-  }
+  BATCHLAB_ASSIGN_OR_RETURN(orch::LaunchTools tools, LocateTools(plan, f.runner));
+  if (!f.no_validate) BATCHLAB_RETURN_IF_ERROR(ValidatePrograms(plan, tools).WithContext(f.spec_path));
   std::unique_ptr<orch::Launcher> launcher;
   if (f.backend == "local") {
     orch::LocalLaunchSettings s;
-    s.runner = runner;
     s.pool_slots = f.slots;
     s.env = spec.launch.env;
     s.mpirun_args = spec.launch.mpirun_args;
     launcher = orch::MakeLocalLauncher(std::move(s));
   } else {
     orch::SlurmLaunchSettings s;
-    s.runner = runner;
     s.env = spec.launch.env;
     s.mpirun_args = spec.launch.mpirun_args;
     s.slurm = spec.slurm;
@@ -130,9 +174,10 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
   opts.new_version = f.new_version;
   opts.stop_requested = [&signals] { return signals.requested(); };
   opts.progress = &progress;
+  opts.tools = tools;
   if (f.backend == "slurm") opts.poll_seconds = 0.5;
   fmt::print(stderr, "[{}] {} runs on {} slot(s), backend {}, runner {}\n", spec.name,
-             plan.runs.size(), f.slots, launcher->name(), runner);
+             plan.runs.size(), f.slots, launcher->name(), ProgramsText(plan, tools));
   BATCHLAB_ASSIGN_OR_RETURN(orch::SweepOutcome out,
                             orch::ExecuteSweep(spec, plan, *store, *launcher, opts));
   progress.Finish();

@@ -11,7 +11,8 @@ namespace batchlab::orchestrator {
 namespace bp = boost::process;
 
 StatusOr<CommandResult> RunCapturedCommand(const std::vector<std::string>& argv,
-                                           const std::map<std::string, std::string>& env) {
+                                           const std::map<std::string, std::string>& env,
+                                           const std::string& workdir) {
   if (argv.empty()) return InternalError("RunCapturedCommand: empty argv");
   boost::filesystem::path exe = argv[0];
   if (argv[0].find('/') == std::string::npos) {
@@ -25,7 +26,7 @@ StatusOr<CommandResult> RunCapturedCommand(const std::vector<std::string>& argv,
     boost::asio::io_context ios;
     std::future<std::string> out, err;
     bp::child child(exe, bp::args(args), e, bp::std_in<bp::null, bp::std_out> out,
-                    bp::std_err > err, ios);
+                    bp::std_err > err, bp::start_dir(workdir.empty() ? "." : workdir), ios);
     ios.run();
     child.wait();
     CommandResult r;

@@ -21,9 +21,11 @@ struct CommandResult {
 };
 
 // argv[0] is looked up in PATH unless it contains a '/'. `env` is added to the current
-// environment. UNAVAILABLE if the program cannot be started.
+// environment; `workdir` ("" = the current directory) is where it runs. UNAVAILABLE if the
+// program cannot be started.
 StatusOr<CommandResult> RunCapturedCommand(const std::vector<std::string>& argv,
-                                           const std::map<std::string, std::string>& env = {});
+                                           const std::map<std::string, std::string>& env = {},
+                                           const std::string& workdir = "");
 
 }  // namespace batchlab::orchestrator
 

@@ -12,7 +12,19 @@ namespace {
 
 using nlohmann::json;
 
-enum class Kind { kInt, kNumber, kString, kBool, kIntArray, kObject, kObjectOrNull };
+// kAnyObject: a free-form JSON object (the user's `params`; `model` and `data` of a user program)
+// whose contents batchlab passes through without looking.
+enum class Kind {
+  kInt,
+  kNumber,
+  kString,
+  kBool,
+  kIntArray,
+  kStringArray,
+  kObject,
+  kObjectOrNull,
+  kAnyObject
+};
 
 struct Field {
   std::string name;
@@ -72,6 +84,8 @@ Field IntArray(std::string name, double min, json def = nullptr) {
   f.default_value = std::move(def);
   return f;
 }
+Field StrArray(std::string name) { return Make(std::move(name), Kind::kStringArray); }
+Field AnyObject(std::string name) { return Make(std::move(name), Kind::kAnyObject); }
 Field Obj(std::string name, std::vector<Field> children, Kind kind = Kind::kObject) {
   Field f = Make(std::move(name), kind);
   f.children = std::move(children);
@@ -122,6 +136,10 @@ const Field& Root() {
           Int("threads", 1, 1, kMaxThreads),
           Enum("precision", {"fp32", "bf16", "fp16"}, "fp32"),
           Enum("mode", {"train", "noop"}, "train"),
+          // The user's own training program (program.h); absent: the built-in batchlab-runner.
+          Obj("program", {StrArray("command"), Enum("launch", {"mpirun", "torchrun"}),
+                          Bool("validate"), Str("workdir")}),
+          AnyObject("params"),
       });
   return root;
 }
@@ -207,6 +225,18 @@ Status Check(const Field& f, const json& v, const std::string& where) {
       }
       return OkStatus();
     }
+    case Kind::kStringArray: {
+      if (!v.is_array()) return Invalid(where, v, "is not an array of strings");
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_string()) {
+          return Invalid(fmt::format("{}[{}]", where, i), v[i], "is not a string");
+        }
+      }
+      return OkStatus();
+    }
+    case Kind::kAnyObject:
+      if (!v.is_object()) return Invalid(where, v, "is not an object");
+      return OkStatus();
     case Kind::kObjectOrNull:
       if (v.is_null()) return OkStatus();
       [[fallthrough]];
@@ -261,8 +291,12 @@ bool IsDerivedField(const std::string& p) {
          p == "local_batch_size" || p == "micro_batch_size" || p == "metrics_path";
 }
 
+bool IsBuiltinRunnerField(const std::string& top_level_name) {
+  return top_level_name == "model" || top_level_name == "data";
+}
+
 Status ValidateConfigValue(const std::string& dotted_path, const json& value,
-                           const std::string& where) {
+                           const std::string& where, bool user_program) {
   if (IsDerivedField(dotted_path)) {
     return InvalidArgumentError(fmt::format(
         "{}: \"{}\" is derived by the orchestrator and cannot be set (see docs/spec.md)", where,
@@ -281,8 +315,17 @@ Status ValidateConfigValue(const std::string& dotted_path, const json& value,
           fmt::format("{}: \"{}\" is not a config field; allowed {}: {}", where, dotted_path,
                       walked.empty() ? "at the top level" : "under " + walked, AllowedNames(*f)));
     }
+    const bool top = walked.empty();
     walked = walked.empty() ? part : walked + "." + part;
     f = child;
+    // The user's own fields: anything goes below `params` (and below `model` / `data` when the
+    // spec runs a user program), but a path into them must still be all objects (SetPath).
+    if (f->kind == Kind::kAnyObject || (top && user_program && IsBuiltinRunnerField(part))) {
+      if (dot == std::string::npos && !value.is_object()) {
+        return Invalid(where, value, "is not an object");
+      }
+      return OkStatus();
+    }
     if (dot == std::string::npos) break;
     if (f->kind != Kind::kObject && f->kind != Kind::kObjectOrNull) {
       return InvalidArgumentError(fmt::format(
@@ -293,7 +336,7 @@ Status ValidateConfigValue(const std::string& dotted_path, const json& value,
   return Check(*f, value, where);
 }
 
-Status ValidateConfigObject(const json& base, const std::string& where) {
+Status ValidateConfigObject(const json& base, const std::string& where, bool user_program) {
   if (!base.is_object()) return Invalid(where, base, "is not an object");
   for (auto it = base.begin(); it != base.end(); ++it) {
     std::string sub = where.empty() ? it.key() : where + "." + it.key();
@@ -306,6 +349,10 @@ Status ValidateConfigObject(const json& base, const std::string& where) {
       return InvalidArgumentError(
           fmt::format("{}: unknown field; allowed here: {}", sub, AllowedNames(Root())));
     }
+    if (user_program && IsBuiltinRunnerField(it.key())) {
+      if (!it.value().is_object()) return Invalid(sub, it.value(), "is not an object");
+      continue;  // the user program's own model/data description
+    }
     BATCHLAB_RETURN_IF_ERROR(Check(*child, it.value(), sub));
   }
   return OkStatus();
@@ -314,7 +361,24 @@ Status ValidateConfigObject(const json& base, const std::string& where) {
 json ConfigDefaults() {
   json d = DefaultsOf(Root());
   d["budget"] = json{{"epochs", 1}};  // a budget is replaced as a whole, never merged
+  d.erase("model");  // BuiltinRunnerDefaults(): only runs of the built-in runner get these
+  d.erase("data");
   return d;
+}
+
+json BuiltinRunnerDefaults() {
+  json d = DefaultsOf(Root());
+  return {{"model", d["model"]}, {"data", d["data"]}};
+}
+
+Status ValidateBuiltinRunnerFields(const json& config, const std::string& where_prefix) {
+  for (const char* name : {"model", "data"}) {
+    auto it = config.find(name);
+    if (it == config.end()) continue;
+    const std::string where = where_prefix.empty() ? name : where_prefix + "." + name;
+    BATCHLAB_RETURN_IF_ERROR(Check(*FindChild(Root(), name), *it, where));
+  }
+  return OkStatus();
 }
 
 std::vector<std::string> SettableConfigPaths() {

@@ -25,13 +25,25 @@ bool IsDerivedField(const std::string& dotted_path);
 
 // Checks that `dotted_path` names a config field a spec may set, and that `value` has its type
 // and an allowed value. `where` is the JSON path in the spec used in error messages.
+// With `user_program` (the spec runs a program of its own, docs/spec.md), `model` and `data` are
+// the program's free-form objects; `params` is free-form always.
 Status ValidateConfigValue(const std::string& dotted_path, const nlohmann::json& value,
-                           const std::string& where);
+                           const std::string& where, bool user_program = false);
 
 // Checks a whole `base` object (every key recursively).
-Status ValidateConfigObject(const nlohmann::json& base, const std::string& where);
+Status ValidateConfigObject(const nlohmann::json& base, const std::string& where,
+                            bool user_program = false);
 
-// The defaults for every optional field of the resolved config.
+// `model` and `data` are the built-in runner's: only its runs get their defaults and checks.
+bool IsBuiltinRunnerField(const std::string& top_level_name);
+// {"model": {...defaults}, "data": {...defaults}} for a run of the built-in runner.
+nlohmann::json BuiltinRunnerDefaults();
+// The strict check of a resolved config's `model` and `data` for the built-in runner (for specs
+// that mix programs, where the parse-time check had to let them through).
+Status ValidateBuiltinRunnerFields(const nlohmann::json& config, const std::string& where_prefix);
+
+// The defaults for every optional field of the resolved config, but `model` and `data`
+// (BuiltinRunnerDefaults).
 nlohmann::json ConfigDefaults();
 
 // Every dotted leaf path a spec may set (for the JSON Schema and docs/spec.md).

@@ -28,6 +28,18 @@ void MergeInto(json& dst, const json& src, bool top) {
   }
 }
 
+// Fills what `dst` lacks from `defaults`, object by object (values already in `dst` win).
+void MergeBeneath(json& dst, const json& defaults) {
+  for (auto it = defaults.begin(); it != defaults.end(); ++it) {
+    auto have = dst.find(it.key());
+    if (have == dst.end()) {
+      dst[it.key()] = it.value();
+    } else if (have->is_object() && it.value().is_object()) {
+      MergeBeneath(*have, it.value());
+    }
+  }
+}
+
 // One point of the cross product before resolution: the swept values and where each came from.
 struct Point {
   std::vector<std::pair<std::string, const json*>> values;  // path -> value
@@ -60,7 +72,7 @@ json Draw(const RandomParam& p, std::mt19937_64& rng) {
 StatusOr<double> ConstraintBound(const Constraint& c, const json& config) {
   double base = 0;
   if (c.value_of == "dataset_size" || c.value_of == "sqrt(dataset_size)") {
-    auto n = DatasetSize(config["data"]);
+    auto n = DatasetSize(config.value("data", json::object()));
     if (!n.ok()) return n.status().WithContext(c.label + ".value_of");
     base =
         c.value_of == "dataset_size" ? static_cast<double>(*n) : std::sqrt(static_cast<double>(*n));
@@ -128,7 +140,7 @@ double ExpectedSeconds(const Spec& spec, const json& config, int world) {
   if (b.contains("samples")) samples = b["samples"].get<double>();
   if (b.contains("steps")) samples = b["steps"].get<double>() * batch;
   if (b.contains("epochs")) {
-    auto n = DatasetSize(config["data"]);
+    auto n = DatasetSize(config.value("data", json::object()));
     samples = b["epochs"].get<double>() * static_cast<double>(n.ok() ? *n : 60000);
   }
   // Rough cost model of an MLP step on one core: per-sample compute split over ranks, plus a
@@ -150,6 +162,15 @@ double ScaledLr(const json& config) {
 std::string SourceOf(const Point& p, const std::string& path) {
   auto it = p.where.find(path);
   return it == p.where.end() ? "base." + path : it->second;
+}
+
+// Where a run's `program` comes from in the spec, for messages.
+std::string ProgramSource(const Point& p) {
+  for (const auto& [path, where] : p.where) {
+    if (path == "program") return where;
+    if (path.rfind("program.", 0) == 0) return where.substr(0, where.rfind('['));
+  }
+  return "base.program";
 }
 
 std::string ParamsText(const std::map<std::string, std::string>& params) {
@@ -219,6 +240,8 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
 
   json defaults = ConfigDefaults();
   MergeInto(defaults, spec.base, true);
+  const json builtin_defaults = BuiltinRunnerDefaults();
+  std::map<std::string, Program> programs;  // program JSON -> resolved
   std::vector<long long> dropped(spec.constraints.size(), 0);
   std::unordered_set<std::string> seen;
   std::vector<size_t> index(spec.axes.size(), 0);
@@ -259,6 +282,28 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
     config["seed"] = seed;
     params["seed"] = std::to_string(seed);
     config["sweep"] = spec.name;
+
+    Program program;
+    if (config.contains("program")) {
+      // The user's program: resolved (and its files checked) once per distinct program.
+      const std::string key = config["program"].dump();
+      auto known = programs.find(key);
+      if (known == programs.end()) {
+        BATCHLAB_ASSIGN_OR_RETURN(Program resolved,
+                                  ResolveProgram(config, spec.source_dir, ProgramSource(p)));
+        known = programs.emplace(key, std::move(resolved)).first;
+      }
+      program = known->second;
+    } else {
+      MergeBeneath(config, builtin_defaults);
+      if (spec.user_program) {
+        Status s = ValidateBuiltinRunnerFields(config, "");
+        if (!s.ok()) {
+          return s.WithContext(fmt::format(
+              "the run with {} uses the built-in runner (no \"program\")", ParamsText(params)));
+        }
+      }
+    }
 
     if (!config.contains("batch_size")) {
       return InvalidArgumentError("base.batch_size: is missing; set it in base or sweep it");
@@ -332,6 +377,7 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
     run.scaled_lr = ScaledLr(config);
     run.params = std::move(params);
     run.config = std::move(config);
+    run.program = std::move(program);
     plan.runs.push_back(std::move(run));
     if (static_cast<long long>(plan.runs.size()) > max_runs) {
       return InvalidArgumentError(fmt::format(

@@ -7,6 +7,9 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(Plan plan, ExpandSpec(spec, {}));
 //   for (const PlannedRun& r : plan.runs) Launch(r.config, r.slots);
 //
+// A run with a `program` gets it resolved (program.h: its command checked on disk, relative to
+// spec.source_dir); a run without one is the built-in runner's and gets its model/data defaults.
+//
 // A batch size that does not divide by world_size x accumulation is an error naming the spec
 // field it came from (add a constraint to drop such points instead).
 #ifndef BATCHLAB_ORCHESTRATOR_EXPANSION_H_
@@ -21,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "orchestrator/program.h"
 #include "orchestrator/spec.h"
 
 namespace batchlab::orchestrator {
@@ -36,6 +40,7 @@ struct PlannedRun {
   int slots = 1;                // world_size x slots_per_rank: cores the run occupies
   double expected_seconds = 1;  // for longest-first packing and the first ETA
   double scaled_lr = 0;         // lr.base scaled by lr.rule at batch_size (display only)
+  Program program;              // what runs it: the built-in runner or the user's program
 };
 
 struct Plan {

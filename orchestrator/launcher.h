@@ -12,11 +12,14 @@
 #ifndef BATCHLAB_ORCHESTRATOR_LAUNCHER_H_
 #define BATCHLAB_ORCHESTRATOR_LAUNCHER_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "orchestrator/program.h"
 
 namespace batchlab::orchestrator {
 
@@ -31,6 +34,14 @@ struct LaunchRequest {
   int slots = 1;  // cores the run occupies (world_size x slots per rank)
   int cpus_per_rank = 1;
   double timeout_seconds = 0;  // 0: none (Slurm: the spec's time limit applies)
+  // What each rank runs (program.h): mpirun (or srun under Slurm) starts `rank_command` on every
+  // rank; a torchrun-style launch starts `spawn_command` once locally (it starts the ranks) or
+  // `rank_command` through srun under Slurm.
+  LaunchMode launch = LaunchMode::kMpirun;
+  std::vector<std::string> rank_command;
+  std::vector<std::string> spawn_command;
+  std::string workdir;                     // where the ranks run; "" = attempt_dir
+  std::map<std::string, std::string> env;  // set for every rank (mpirun forwards it with -x)
 };
 
 struct JobStatus {

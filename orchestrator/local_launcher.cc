@@ -109,32 +109,45 @@ class LocalLauncher final : public Launcher {
   const char* name() const override { return "local"; }
 
   StatusOr<std::unique_ptr<Job>> Start(const LaunchRequest& request) override {
-    boost::filesystem::path mpirun = settings_.mpirun;
-    if (settings_.mpirun.find('/') == std::string::npos) {
-      mpirun = bp::search_path(settings_.mpirun);
-      if (mpirun.empty()) {
-        return FailedPreconditionError(
-            fmt::format("`{}` is not in PATH; install openmpi-bin (scripts/install-deps.sh)",
-                        settings_.mpirun));
+    boost::filesystem::path exe;
+    std::vector<std::string> args;
+    if (request.launch == LaunchMode::kTorchrun) {
+      // batchlab-rank --spawn K -- ...: starts the ranks itself, no mpirun.
+      if (request.spawn_command.empty()) return InternalError("torchrun launch without a command");
+      exe = request.spawn_command.front();
+      args.assign(request.spawn_command.begin() + 1, request.spawn_command.end());
+    } else {
+      exe = settings_.mpirun;
+      if (settings_.mpirun.find('/') == std::string::npos) {
+        exe = bp::search_path(settings_.mpirun);
+        if (exe.empty()) {
+          return FailedPreconditionError(
+              fmt::format("`{}` is not in PATH; install openmpi-bin (scripts/install-deps.sh)",
+                          settings_.mpirun));
+        }
       }
+      int cores = static_cast<int>(std::thread::hardware_concurrency());
+      args = MpirunArguments(settings_, request, geteuid() == 0, cores > 0 ? cores : 1);
     }
-    int cores = static_cast<int>(std::thread::hardware_concurrency());
-    std::vector<std::string> args =
-        MpirunArguments(settings_, request, geteuid() == 0, cores > 0 ? cores : 1);
     bp::environment env = boost::this_process::environment();
     for (const auto& [k, v] : overrides_) env[k] = v;
+    for (const auto& [k, v] : request.env) env[k] = v;
     const std::string dir = request.attempt_dir;
     env[kAttemptDirVariable] = dir;  // tags every process of the job (job_processes.h)
+    const std::string workdir = request.workdir.empty() ? dir : request.workdir;
     try {
-      bp::child child(mpirun, bp::args(args), env,
+      bp::child child(exe, bp::args(args), env,
                       bp::std_in<bp::null, bp::std_out>(dir + "/stdout.log"),
-                      bp::std_err > (dir + "/stderr.log"), bp::start_dir(dir), ChildSetup{});
-      nlohmann::json launch = {
-          {"backend", "local"}, {"pid", child.id()}, {"host", host_}, {"argv", args}};
+                      bp::std_err > (dir + "/stderr.log"), bp::start_dir(workdir), ChildSetup{});
+      nlohmann::json launch = {{"backend", "local"},
+                               {"pid", child.id()},
+                               {"host", host_},
+                               {"attempt_dir", dir},
+                               {"argv", args}};
       std::ofstream(dir + "/launch.json") << launch.dump(2) << "\n";
       return std::unique_ptr<Job>(std::make_unique<LocalJob>(std::move(child), host_, dir));
     } catch (const bp::process_error& e) {
-      return UnavailableError(fmt::format("cannot start {}: {}", mpirun.string(), e.what()));
+      return UnavailableError(fmt::format("cannot start {}: {}", exe.string(), e.what()));
     }
   }
 
@@ -167,9 +180,11 @@ std::vector<std::string> MpirunArguments(const LocalLaunchSettings& settings,
     args.push_back("--oversubscribe");
   }
   args.insert(args.end(), settings.mpirun_args.begin(), settings.mpirun_args.end());
-  args.push_back(settings.runner);
-  args.push_back("--config");
-  args.push_back(request.config_path);
+  for (const auto& [name, value] : request.env) {
+    args.push_back("-x");  // to every rank, on every node
+    args.push_back(name);
+  }
+  args.insert(args.end(), request.rank_command.begin(), request.rank_command.end());
   return args;
 }
 

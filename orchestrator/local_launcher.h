@@ -1,9 +1,11 @@
-// Local backend: each run is one `mpirun -np K ... batchlab-runner --config FILE` started with
-// Boost.Process from an argument vector (never a shell string), in a session of its own, with
-// stdout/stderr in the attempt directory and BATCHLAB_ATTEMPT_DIR tagging every process of it.
-// The child gets SIGTERM if the orchestrator dies (PR_SET_PDEATHSIG); Terminate() and Kill()
-// signal every process of the job (job_processes.h: each Open MPI 4.1 rank has a process group of
-// its own), and what is left when mpirun ends is killed, so no rank is ever left behind.
+// Local backend: each run is one `mpirun -np K ... <rank command>` (the request's: batchlab-runner
+// --config FILE, or batchlab-rank -- <user program>), or for a torchrun-style user program one
+// `batchlab-rank --spawn K -- ...`, started with Boost.Process from an argument vector (never a
+// shell string), in a session of its own, with stdout/stderr in the attempt directory and
+// BATCHLAB_ATTEMPT_DIR tagging every process of it. The child gets SIGTERM if the orchestrator
+// dies (PR_SET_PDEATHSIG); Terminate() and Kill() signal every process of the job
+// (job_processes.h: each Open MPI 4.1 rank has a process group of its own), and what is left when
+// mpirun ends is killed, so no rank is ever left behind.
 //
 // Launch settings (docs/spec.md "Launch settings"): OMPI_MCA_btl=self,vader and
 // OMPI_MCA_pml=ob1 by default (shared-memory transport: ~0.13 s start-up instead of ~0.33 s on
@@ -12,7 +14,7 @@
 // pin to core 0), `--allow-run-as-root` when running as root, `--oversubscribe` only when the
 // run needs more ranks than the pool's slots or the machine's cores.
 //
-//   LocalLaunchSettings s{.runner = "/path/batchlab-runner", .pool_slots = 2};
+//   LocalLaunchSettings s{.pool_slots = 2};
 //   auto launcher = MakeLocalLauncher(s);
 #ifndef BATCHLAB_ORCHESTRATOR_LOCAL_LAUNCHER_H_
 #define BATCHLAB_ORCHESTRATOR_LOCAL_LAUNCHER_H_
@@ -28,7 +30,6 @@ namespace batchlab::orchestrator {
 
 struct LocalLaunchSettings {
   std::string mpirun = "mpirun";  // looked up in PATH unless it contains a '/'
-  std::string runner;             // batchlab-runner (see runner_locator.h)
   int pool_slots = 1;
   std::map<std::string, std::string> env;  // the spec's launch.env
   std::vector<std::string> mpirun_args;    // the spec's launch.mpirun_args

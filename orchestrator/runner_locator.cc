@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
+#include <boost/process/search_path.hpp>
 
 #include "orchestrator/captured_command.h"
 
@@ -21,50 +22,54 @@ bool IsExecutableFile(const fs::path& p) {
   return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
 }
 
-}  // namespace
-
-StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& self_exe) {
-  std::vector<std::string> looked;
+// Looks for `name` in `dirs` (relative to the running binary's folder), then in PATH.
+StatusOr<std::string> LocateBinary(const std::string& name, const std::vector<std::string>& dirs,
+                                   const std::string& self_exe, std::vector<std::string>* looked) {
   auto accept = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-  if (!flag.empty()) {
-    if (IsExecutableFile(flag)) return accept(flag);
-    return NotFoundError(fmt::format("--runner: {} is not an executable file", flag));
-  }
-  if (const char* env = std::getenv("BATCHLAB_RUNNER"); env != nullptr && *env != '\0') {
-    if (IsExecutableFile(env)) return accept(env);
-    return NotFoundError(fmt::format("BATCHLAB_RUNNER={} is not an executable file", env));
-  }
   boost::system::error_code ec;
   fs::path self = self_exe.empty() ? fs::read_symlink("/proc/self/exe", ec) : fs::path(self_exe);
   if (!self.empty()) {
-    fs::path dir = self.parent_path();
-    for (const fs::path& candidate :
-         {dir / ".." / "runner" / "batchlab-runner", dir / "batchlab-runner"}) {
+    for (const std::string& d : dirs) {
+      fs::path candidate = self.parent_path() / d / name;
       if (IsExecutableFile(candidate)) return accept(candidate);
-      looked.push_back(candidate.lexically_normal().string());
+      looked->push_back(candidate.lexically_normal().string());
     }
   }
-  if (const char* path = std::getenv("PATH"); path != nullptr) {
-    std::string p = path;
-    size_t start = 0;
-    while (start <= p.size()) {
-      size_t colon = p.find(':', start);
-      std::string dir =
-          p.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
-      if (!dir.empty() && IsExecutableFile(fs::path(dir) / "batchlab-runner")) {
-        return accept(fs::path(dir) / "batchlab-runner");
-      }
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-    looked.push_back("PATH");
-  }
+  fs::path found = boost::process::search_path(name);
+  if (!found.empty() && IsExecutableFile(found)) return accept(found);
+  looked->push_back("PATH");
   std::string where;
-  for (const auto& l : looked) where += (where.empty() ? "" : ", ") + l;
+  for (const auto& l : *looked) where += (where.empty() ? "" : ", ") + l;
+  return NotFoundError(fmt::format("{} not found (looked in {})", name, where));
+}
+
+}  // namespace
+
+StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& self_exe) {
+  if (!flag.empty()) {
+    if (IsExecutableFile(flag)) return fs::absolute(flag).lexically_normal().string();
+    return NotFoundError(fmt::format("--runner: {} is not an executable file", flag));
+  }
+  if (const char* env = std::getenv("BATCHLAB_RUNNER"); env != nullptr && *env != '\0') {
+    if (IsExecutableFile(env)) return fs::absolute(env).lexically_normal().string();
+    return NotFoundError(fmt::format("BATCHLAB_RUNNER={} is not an executable file", env));
+  }
+  std::vector<std::string> looked;
+  auto found = LocateBinary("batchlab-runner", {"../runner", "."}, self_exe, &looked);
+  if (found.ok()) return found;
   return NotFoundError(fmt::format(
-      "batchlab-runner not found (looked in {}); build it (cmake --build build --target "
-      "batchlab-runner), or pass --runner PATH or set BATCHLAB_RUNNER",
-      where));
+      "{}; build it (cmake --build build --target batchlab-runner), or pass --runner PATH or set "
+      "BATCHLAB_RUNNER",
+      found.status().message()));
+}
+
+StatusOr<std::string> LocateRankExec(const std::string& self_exe) {
+  std::vector<std::string> looked;
+  auto found = LocateBinary("batchlab-rank", {".", "../cli"}, self_exe, &looked);
+  if (found.ok()) return found;
+  return NotFoundError(fmt::format(
+      "{}; it is built next to `batchlab` (cmake --build build --target batchlab-rank)",
+      found.status().message()));
 }
 
 Status ValidateWithRunner(const std::string& runner, const nlohmann::json& config) {

@@ -22,6 +22,9 @@ namespace batchlab::orchestrator {
 // `flag` is the --runner value ("" if not given); `self_exe` defaults to /proc/self/exe.
 StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& self_exe = "");
 
+// An absolute path to batchlab-rank (program.h): next to the running `batchlab`, then PATH.
+StatusOr<std::string> LocateRankExec(const std::string& self_exe = "");
+
 // Asks the runner itself whether it accepts `config` (a resolved config without attempt and
 // metrics_path): `batchlab-runner --validate --config FILE`. Exit 2 from the runner becomes
 // INVALID_ARGUMENT carrying its message; a runner that cannot start is UNAVAILABLE.

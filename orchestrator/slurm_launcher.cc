@@ -139,13 +139,20 @@ class SlurmLauncher final : public Launcher {
     {
       std::ofstream out(script);
       out << "#!/bin/sh\n# batchlab run " << request.run_id << " attempt " << request.attempt
-          << ": the command line is passed by sbatch as arguments\nexec \"$@\"\n";
+          << ": the command line is passed by sbatch as arguments\n"
+          << "# rank 0 of a user program listens on the allocation's first node\n"
+          << "if [ -n \"$SLURM_JOB_NODELIST\" ]; then\n"
+          << "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
+          << "  export MASTER_ADDR\n"
+          << "fi\n"
+          << "exec \"$@\"\n";
       if (!out) return InternalError(fmt::format("cannot write {}", script));
     }
     std::vector<std::string> argv = {"sbatch"};
     auto args = SbatchArguments(settings_, request, script, geteuid() == 0);
     argv.insert(argv.end(), args.begin(), args.end());
     std::map<std::string, std::string> env = settings_.env;
+    for (const auto& [k, v] : request.env) env[k] = v;
     if (!env.count("OMPI_MCA_btl") && getenv("OMPI_MCA_btl") == nullptr) {
       env["OMPI_MCA_btl"] = "self,vader";
     }
@@ -192,22 +199,30 @@ std::vector<std::string> SbatchArguments(const SlurmLaunchSettings& settings,
       fmt::format("--time={}", settings.slurm.time_limit_minutes),
       "--output=" + request.attempt_dir + "/stdout.log",
       "--error=" + request.attempt_dir + "/stderr.log",
-      "--chdir=" + request.attempt_dir,
+      "--chdir=" + (request.workdir.empty() ? request.attempt_dir : request.workdir),
       "--export=ALL",
   };
   if (!settings.slurm.partition.empty()) a.push_back("--partition=" + settings.slurm.partition);
   a.insert(a.end(), settings.slurm.sbatch_args.begin(), settings.slurm.sbatch_args.end());
   a.push_back(script);
-  a.push_back("mpirun");
-  a.push_back("-np");
-  a.push_back(std::to_string(request.world_size));
-  a.push_back("--bind-to");
-  a.push_back("none");
-  if (as_root) a.push_back("--allow-run-as-root");
-  a.insert(a.end(), settings.mpirun_args.begin(), settings.mpirun_args.end());
-  a.push_back(settings.runner);
-  a.push_back("--config");
-  a.push_back(request.config_path);
+  if (request.launch == LaunchMode::kTorchrun) {
+    // One task per rank, started by Slurm; batchlab-rank maps SLURM_PROCID etc.
+    a.push_back("srun");
+    a.push_back("--kill-on-bad-exit=1");
+  } else {
+    a.push_back("mpirun");
+    a.push_back("-np");
+    a.push_back(std::to_string(request.world_size));
+    a.push_back("--bind-to");
+    a.push_back("none");
+    if (as_root) a.push_back("--allow-run-as-root");
+    a.insert(a.end(), settings.mpirun_args.begin(), settings.mpirun_args.end());
+    for (const auto& [name, value] : request.env) {
+      a.push_back("-x");
+      a.push_back(name);
+    }
+  }
+  a.insert(a.end(), request.rank_command.begin(), request.rank_command.end());
   return a;
 }
 

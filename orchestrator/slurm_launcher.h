@@ -1,7 +1,8 @@
 // Slurm backend: each attempt is one `sbatch` job (nodes, tasks per node, CPUs per task and time
 // limit from the run and the spec's `slurm` section) whose batch script runs
-// `mpirun batchlab-runner --config FILE` inside the allocation. The script is a fixed
-// `exec "$@"`: the mpirun command line is passed to sbatch as arguments, never as shell text.
+// `mpirun <rank command>` inside the allocation (`srun <rank command>` for a torchrun-style user
+// program). The script is fixed: it exports MASTER_ADDR (the allocation's first node) and then
+// `exec "$@"`: the command line is passed to sbatch as arguments, never as shell text.
 // States and exit codes are read back from Slurm (`scontrol show job`, then `sacct` once the
 // controller has forgotten the job), not assumed from submission; Terminate/Kill map to
 // `scancel`; the job id goes to launch.json so a resumed sweep can scancel what a killed
@@ -24,7 +25,6 @@
 namespace batchlab::orchestrator {
 
 struct SlurmLaunchSettings {
-  std::string runner;
   std::map<std::string, std::string> env;  // the spec's launch.env (exported to the job)
   std::vector<std::string> mpirun_args;
   SlurmSettings slurm;

@@ -6,10 +6,12 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <boost/filesystem.hpp>
 
 #include "orchestrator/config_schema.h"
 #include "orchestrator/json_guard.h"
 #include "orchestrator/launch_options.h"
+#include "orchestrator/expansion.h"
 #include "orchestrator/run_identity.h"
 #include "orchestrator/spec_bounds.h"
 
@@ -102,7 +104,8 @@ Status CheckPathsDisjoint(const std::vector<std::pair<std::string, std::string>>
   return OkStatus();
 }
 
-StatusOr<Axis::Column> ParseColumn(const std::string& path, const ordered_json& values,
+StatusOr<Axis::Column> ParseColumn(bool user_program, const std::string& path,
+                                   const ordered_json& values,
                                    const std::string& where) {
   if (!values.is_array() || values.empty()) {
     return Bad(where, fmt::format("{} is not a non-empty array of values", values.dump()));
@@ -110,7 +113,7 @@ StatusOr<Axis::Column> ParseColumn(const std::string& path, const ordered_json& 
   Axis::Column col{path, {}};
   for (size_t i = 0; i < values.size(); ++i) {
     json v = json::parse(values[i].dump());
-    BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(path, v, fmt::format("{}[{}]", where, i)));
+    BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(path, v, fmt::format("{}[{}]", where, i), user_program));
     col.values.push_back(std::move(v));
   }
   return col;
@@ -123,7 +126,7 @@ Status ParseAxes(const ordered_json& doc, Spec* spec,
     if (!axes.is_object()) return Bad("axes", "is not an object of \"path\": [values]");
     for (auto it = axes.begin(); it != axes.end(); ++it) {
       std::string where = "axes." + it.key();
-      BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(it.key(), it.value(), where));
+      BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(spec->user_program, it.key(), it.value(), where));
       paths->emplace_back(it.key(), where);
       spec->axes.push_back(Axis{{std::move(col)}});
     }
@@ -139,7 +142,7 @@ Status ParseAxes(const ordered_json& doc, Spec* spec,
       Axis axis;
       for (auto it = zip[g].begin(); it != zip[g].end(); ++it) {
         std::string where = gwhere + "." + it.key();
-        BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(it.key(), it.value(), where));
+        BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(spec->user_program, it.key(), it.value(), where));
         if (!axis.columns.empty() && col.values.size() != axis.size()) {
           return Bad(where, fmt::format("has {} values but {} has {}; zipped lists must have "
                                         "equal length",
@@ -184,7 +187,7 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
     std::string awhere = where + "." + kind;
     if (kind == "choice") {
       p.distribution = RandomParam::Distribution::kChoice;
-      BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(p.path, arg, awhere));
+      BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(spec->user_program, p.path, arg, awhere));
       p.choices = std::move(col.values);
     } else if (kind == "uniform" || kind == "log_uniform" || kind == "int_uniform") {
       p.distribution = kind == "uniform"       ? RandomParam::Distribution::kUniform
@@ -205,8 +208,8 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
       // (int_uniform ends are checked as written, so a huge one is refused and never wraps.)
       json lo = kind == "int_uniform" ? json::parse(arg[0].dump()) : json(p.low);
       json hi = kind == "int_uniform" ? json::parse(arg[1].dump()) : json(p.high);
-      BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, lo, awhere + "[0]"));
-      BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, hi, awhere + "[1]"));
+      BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, lo, awhere + "[0]", spec->user_program));
+      BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, hi, awhere + "[1]", spec->user_program));
     } else {
       return Bad(where + "." + kind,
                  "unknown distribution; allowed: uniform, log_uniform, int_uniform, choice");
@@ -365,6 +368,48 @@ Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
   return OkStatus();
 }
 
+// True if base or any swept path sets `program` (the spec runs a program of its own somewhere).
+bool NamesProgram(const ordered_json& doc) {
+  auto is_program = [](const std::string& path) {
+    return path == "program" || path.rfind("program.", 0) == 0;
+  };
+  auto any_key = [&](const ordered_json& obj) {
+    if (!obj.is_object()) return false;
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      if (is_program(it.key())) return true;
+    }
+    return false;
+  };
+  if (doc.contains("base") && doc["base"].is_object() && doc["base"].contains("program")) {
+    return true;
+  }
+  if (doc.contains("axes") && any_key(doc["axes"])) return true;
+  if (doc.contains("zip") && doc["zip"].is_array()) {
+    for (const auto& group : doc["zip"]) {
+      if (any_key(group)) return true;
+    }
+  }
+  return doc.contains("random") && doc["random"].is_object() &&
+         doc["random"].contains("params") && any_key(doc["random"]["params"]);
+}
+
+// A swept `params.*` path must name a parameter that base.params declares (with its default):
+// a typo would otherwise quietly add a second parameter.
+Status CheckSweptParamsDeclared(const json& base,
+                                const std::vector<std::pair<std::string, std::string>>& paths) {
+  for (const auto& [path, where] : paths) {
+    if (path.rfind("params.", 0) != 0) continue;
+    if (FindPath(base, path) == nullptr) {
+      const std::string name = path.substr(7);
+      return Bad(where, fmt::format("\"{}\" is not in base.params; declare it there with its "
+                                    "default value, e.g. \"base\": {{\"params\": {{\"{}\": "
+                                    "...}}}}",
+                                    path, name.substr(0, name.find('.'))));
+    }
+  }
+  return OkStatus();
+}
+
 Status ParseDocument(const ordered_json& doc, Spec* spec) {
   if (!doc.is_object()) return Bad("(top level)", "a spec is a JSON object");
   BATCHLAB_RETURN_IF_ERROR(
@@ -384,9 +429,10 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
   if (doc.contains("description")) {
     BATCHLAB_ASSIGN_OR_RETURN(spec->description, String(doc["description"], "description"));
   }
+  spec->user_program = NamesProgram(doc);
   if (doc.contains("base")) {
     spec->base = json::parse(doc["base"].dump());
-    BATCHLAB_RETURN_IF_ERROR(ValidateConfigObject(spec->base, "base"));
+    BATCHLAB_RETURN_IF_ERROR(ValidateConfigObject(spec->base, "base", spec->user_program));
   }
   std::vector<std::pair<std::string, std::string>> paths;
   BATCHLAB_RETURN_IF_ERROR(ParseAxes(doc, spec, &paths));
@@ -405,6 +451,7 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
   }
   if (doc.contains("launch")) BATCHLAB_RETURN_IF_ERROR(ParseLaunch(doc["launch"], &spec->launch));
   if (doc.contains("slurm")) BATCHLAB_RETURN_IF_ERROR(ParseSlurm(doc["slurm"], &spec->slurm));
+  BATCHLAB_RETURN_IF_ERROR(CheckSweptParamsDeclared(spec->base, paths));
   // batch_size has no default: it must come from base or an axis.
   bool has_batch = spec->base.contains("batch_size");
   for (const auto& p : paths) has_batch = has_batch || p.first == "batch_size";
@@ -453,7 +500,9 @@ StatusOr<Spec> LoadSpecFile(const std::string& path) {
   in.seekg(0, std::ios::beg);
   std::ostringstream text;
   text << in.rdbuf();
-  return ParseSpec(text.str(), path);
+  BATCHLAB_ASSIGN_OR_RETURN(Spec spec, ParseSpec(text.str(), path));
+  spec.source_dir = boost::filesystem::absolute(path).parent_path().lexically_normal().string();
+  return spec;
 }
 
 }  // namespace batchlab::orchestrator

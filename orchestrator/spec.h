@@ -91,6 +91,10 @@ struct Spec {
   SlurmSettings slurm;
   nlohmann::json canonical;  // the whole spec, keys sorted: what spec_hash covers
   std::string spec_hash;     // 16 hex digits (see run_identity.h)
+  // Some run names a `program` of its own (base or a swept path): `model`/`data` are free-form
+  // at parse time and checked per resolved config for the built-in runner's runs.
+  bool user_program = false;
+  std::string source_dir;  // the spec file's folder (relative program paths start there)
 };
 
 // Parses and validates spec text; `source` (usually the file name) prefixes every error.

@@ -92,6 +92,7 @@ struct Active {
   double end_seen = 0;      // when the end line was first seen (0: not yet)
   bool stop_after_end = false;
   int slots = 1;
+  int port = 0;  // MASTER_PORT of a user program's ranks (0: none)
 };
 
 class Execution {
@@ -290,7 +291,9 @@ class Execution {
     req.timeout_seconds = spec_.resources.timeout_seconds;
     const double now = now_();
     if (first_start_ == 0) first_start_ = now;
-    auto job = launcher_.Start(req);
+    Status described = DescribeRanks(r, &req);
+    StatusOr<std::unique_ptr<Job>> job =
+        described.ok() ? launcher_.Start(req) : StatusOr<std::unique_ptr<Job>>(described);
     if (!job.ok()) {
       BATCHLAB_RETURN_IF_ERROR(
           store_.Transition(r.id, RunState::kFailed, {std::nullopt, job.status().message()}));
@@ -305,9 +308,31 @@ class Execution {
     a.started = now;
     a.last_ingest = now;
     a.slots = req.slots;
+    a.port = req.env.count("MASTER_PORT") ? std::stoi(req.env.at("MASTER_PORT")) : 0;
     if (spec_.resources.timeout_seconds > 0) a.deadline = now + spec_.resources.timeout_seconds;
     Event(fmt::format("run {} ({}) started, attempt {}", r.id, ParamsText(r), attempt));
     active_.push_back(std::move(a));
+    return OkStatus();
+  }
+
+  // What every rank runs (program.h): the built-in runner, or the user's program through
+  // batchlab-rank with the torch.distributed environment and a port of its own.
+  Status DescribeRanks(const PlannedRun& r, LaunchRequest* req) {
+    const Program& program = r.program;
+    req->launch = program.launch;
+    req->rank_command = RankCommand(program, options_.tools, req->config_path);
+    if (program.builtin) return OkStatus();
+    if (options_.tools.rank_exec.empty()) {
+      return FailedPreconditionError("batchlab-rank is needed to launch a user program");
+    }
+    req->workdir = program.workdir;
+    if (program.launch == LaunchMode::kTorchrun) {
+      req->spawn_command = SpawnCommand(program, options_.tools, r.world_size, req->config_path);
+    }
+    std::vector<int> taken;
+    for (const auto& a : active_) taken.push_back(a.port);
+    BATCHLAB_ASSIGN_OR_RETURN(int port, FreeTcpPort(taken));
+    req->env = ProgramEnvironment(req->config_path, "127.0.0.1", port);
     return OkStatus();
   }
 

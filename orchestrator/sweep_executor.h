@@ -55,6 +55,7 @@ struct ExecutorOptions {
   std::function<bool()> stop_requested;  // polled; true stops the sweep (SIGINT/SIGTERM)
   ProgressPrinter* progress = nullptr;   // optional
   ExecutorClock clock;                   // empty members: the real clock
+  LaunchTools tools;                     // batchlab-runner and batchlab-rank (program.h)
 };
 
 struct SweepOutcome {

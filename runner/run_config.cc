@@ -303,6 +303,7 @@ RunConfig ParseRunConfig(const json& j, int64_t world_size) {
   r.Str("precision", c.precision, {"fp32", "bf16", "fp16"});
   r.Str("mode", c.mode, {"train", "noop"});
   r.Str("metrics_path", c.metrics_path);
+  r.Known("params");  // the user's own parameters (labels, filters): the runner ignores them
   r.Finish();
 
   Derive(j, world_size, c);

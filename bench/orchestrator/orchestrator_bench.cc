@@ -123,11 +123,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   orch::LocalLaunchSettings ls;
-  ls.runner = *runner;
   ls.pool_slots = slots;
   auto launcher = orch::MakeLocalLauncher(ls);
   orch::ExecutorOptions opts;
   opts.slots = slots;
+  opts.tools.runner = *runner;
   opts.runs_dir = (dir / "runs").string();
   double cpu0 = CpuSeconds();
   double t0 = Now();

@@ -26,12 +26,12 @@ LaunchRequest Request(int world) {
   r.nodes = world;
   r.world_size = world;
   r.slots = world;
+  r.rank_command = {"/b/runner/batchlab-runner", "--config", r.config_path};
   return r;
 }
 
 TEST(LaunchSettingsTest, MpirunArgumentVector) {
   LocalLaunchSettings s;
-  s.runner = "/b/runner/batchlab-runner";
   s.pool_slots = 2;
   auto args = MpirunArguments(s, Request(2), /*as_root=*/true, /*hardware_cores=*/2);
   EXPECT_EQ(args, (std::vector<std::string>{"-np", "2", "--bind-to", "none", "--allow-run-as-root",
@@ -69,7 +69,6 @@ TEST(LaunchSettingsTest, EnvironmentPrecedence) {
 
 TEST(LaunchSettingsTest, SbatchArgumentVector) {
   SlurmLaunchSettings s;
-  s.runner = "/b/batchlab-runner";
   s.slurm.partition = "gpu";
   s.slurm.time_limit_minutes = 7;
   s.slurm.sbatch_args = {"--exclusive"};
@@ -90,6 +89,49 @@ TEST(LaunchSettingsTest, SbatchArgumentVector) {
   ASSERT_NE(script, a.end());
   EXPECT_EQ(*(script + 1), "mpirun");
   EXPECT_EQ(a.back(), "/runs/s/abc/attempt-2/config.json");
+}
+
+TEST(LaunchSettingsTest, UserProgramRanksGetTheirEnvironmentOnEveryNode) {
+  LocalLaunchSettings s;
+  s.pool_slots = 2;
+  LaunchRequest r = Request(2);
+  Program p;
+  p.builtin = false;
+  p.command = {"/usr/bin/python3", "train.py"};
+  LaunchTools tools{"/b/batchlab-runner", "/b/batchlab-rank"};
+  r.rank_command = RankCommand(p, tools, r.config_path);
+  r.env = ProgramEnvironment(r.config_path, "", 29511);
+  EXPECT_EQ(r.env.at("MASTER_ADDR"), "127.0.0.1");
+  EXPECT_EQ(r.env.at("MASTER_PORT"), "29511");
+  EXPECT_EQ(r.env.at("BATCHLAB_CONFIG"), r.config_path);
+  auto args = MpirunArguments(s, r, false, 2);
+  // mpirun forwards each variable by name, then batchlab-rank runs the program with --config.
+  EXPECT_EQ(args, (std::vector<std::string>{"-np", "2", "--bind-to", "none", "-x",
+                                            "BATCHLAB_CONFIG", "-x", "MASTER_ADDR", "-x",
+                                            "MASTER_PORT", "/b/batchlab-rank", "--",
+                                            "/usr/bin/python3", "train.py", "--config",
+                                            "/runs/s/abc/attempt-2/config.json"}));
+  // torchrun-style: batchlab-rank starts the ranks itself.
+  EXPECT_EQ(SpawnCommand(p, tools, 3, "/c.json"),
+            (std::vector<std::string>{"/b/batchlab-rank", "--spawn", "3", "--",
+                                      "/usr/bin/python3", "train.py", "--config", "/c.json"}));
+  // Under Slurm, torchrun-style ranks are Slurm tasks.
+  SlurmLaunchSettings ss;
+  r.launch = LaunchMode::kTorchrun;
+  auto a = SbatchArguments(ss, r, "/runs/s/abc/attempt-2/job.sh", false);
+  auto script = std::find(a.begin(), a.end(), "/runs/s/abc/attempt-2/job.sh");
+  ASSERT_NE(script, a.end());
+  EXPECT_EQ(*(script + 1), "srun");
+  EXPECT_EQ(std::find(a.begin(), a.end(), "mpirun"), a.end());
+}
+
+TEST(LaunchSettingsTest, FreePortsAreDistinct) {
+  auto a = FreeTcpPort();
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_GT(*a, 0);
+  auto b = FreeTcpPort({*a});
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(*a, *b);
 }
 
 TEST(LaunchSettingsTest, EtaFromObservedRunTimes) {

@@ -89,6 +89,34 @@ TEST_F(SlurmTest, ParsesScontrolOutput) {
   EXPECT_FALSE(ParseScontrolJob("slurm_load_jobs error: Invalid job id specified").has_value());
 }
 
+TEST_F(SlurmTest, UserProgramsRunUnderMpirunAndAsSlurmTasks) {
+  // launch mpirun: sbatch -> mpirun -> batchlab-rank; torchrun: sbatch -> srun -> batchlab-rank.
+  std::string spec = WriteSpec(fmt::format(
+      R"({{"name": "slurm_program", "base": {{"batch_size": 64, "ranks_per_node": 2,
+          "program": {{"command": ["/usr/bin/python3", "{}"]}}, "params": {{"depth": 1}}}},
+          "axes": {{"program.launch": ["mpirun", "torchrun"]}},
+          "resources": {{"retries": 0}}, "slurm": {{"time_limit_minutes": 5}}}})",
+      USER_PROGRAM));
+  int code = Cli(RunArgs(spec));
+  ASSERT_EQ(code, 0) << Err();
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'completed' AND steps = 3"), 2);
+  // Every rank of both runs saw RANK/WORLD_SIZE and rank 0 met the other at MASTER_ADDR:PORT.
+  int ranks = 0;
+  boost::system::error_code ec;
+  for (fs::recursive_directory_iterator it(dir_.path() + "/runs", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name != "rank0.json" && name != "rank1.json") continue;
+    std::ifstream in(it->path().string());
+    auto env = nlohmann::json::parse(in);
+    EXPECT_EQ(env["WORLD_SIZE"], "2");
+    EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
+    if (name == "rank0.json") EXPECT_EQ(env["met"].size(), 2u);
+    ++ranks;
+  }
+  EXPECT_EQ(ranks, 4);
+}
+
 TEST_F(SlurmTest, SweepRunsAsSbatchJobsAndReadsStatesBackFromSlurm) {
   std::string spec = WriteSpec(R"({"name": "slurm", "base": {"mode": "noop"},
       "axes": {"batch_size": [64, 128], "ranks_per_node": [1, 2]},
