@@ -44,10 +44,10 @@ class SlurmTest : public ::testing::Test {
 
   std::vector<std::string> RunArgs(const std::string& spec,
                                    const std::string& runner = FAKE_RUNNER) const {
-    return {"--db",     Db(),   "sweep",
-            "run",      spec,   "--backend",
+    return {"--db",     Db(),         "sweep",
+            "run",      spec,         "--backend",
             "slurm",    "--runs-dir", dir_.path() + "/runs",
-            "--runner", runner, "--slots",
+            "--runner", runner,       "--slots",
             "2"};
   }
 
@@ -111,7 +111,9 @@ TEST_F(SlurmTest, UserProgramsRunUnderMpirunAndAsSlurmTasks) {
     auto env = nlohmann::json::parse(in);
     EXPECT_EQ(env["WORLD_SIZE"], "2");
     EXPECT_EQ(env["LOCAL_WORLD_SIZE"], "2");
-    if (name == "rank0.json") EXPECT_EQ(env["met"].size(), 2u);
+    if (name == "rank0.json") {
+      EXPECT_EQ(env["met"].size(), 2u);
+    }
     ++ranks;
   }
   EXPECT_EQ(ranks, 4);

@@ -36,15 +36,22 @@ class UserProgramTest : public ::testing::Test {
   std::string Db() const { return dir_.path() + "/batchlab.db"; }
   std::string Runs() const { return dir_.path() + "/runs"; }
 
-  // Writes a spec whose base runs env_program.py in `launch` mode; `extra` adds top-level JSON.
+  // Writes a spec whose base runs env_program.py in `launch` mode; `base_patch` and `patch` are
+  // JSON merge patches (RFC 7386) of base and of the whole spec.
   std::string WriteSpec(const std::string& name, const std::string& launch,
-                        const std::string& base_extra, const std::string& extra) {
+                        const std::string& base_patch, const std::string& patch) {
+    json spec = {
+        {"name", name},
+        {"base",
+         {{"program",
+           {{"command", {"/usr/bin/python3", PROGRAM}}, {"launch", launch}, {"workdir", "work"}}},
+          {"params", {{"depth", 18}}},
+          {"batch_size", 64}}},
+        {"resources", {{"retries", 0}}}};
+    if (!base_patch.empty()) spec["base"].merge_patch(json::parse(base_patch));
+    if (!patch.empty()) spec.merge_patch(json::parse(patch));
     std::string path = dir_.path() + "/" + name + ".json";
-    std::ofstream(path) << fmt::format(
-        R"({{"name": "{}", "base": {{"program": {{"command": ["/usr/bin/python3", "{}"], "launch": "{}",
-            "workdir": "work"}}, "params": {{"depth": 18}}, "batch_size": 64{}}},
-            "resources": {{"retries": 0}}{}}})",
-        name, PROGRAM, launch, base_extra, extra);
+    std::ofstream(path) << spec.dump(2);
     fs::create_directories(dir_.path() + "/work");
     return path;
   }
@@ -120,7 +127,7 @@ class UserProgramTest : public ::testing::Test {
 };
 
 TEST_F(UserProgramTest, MpirunLaunchGivesEveryRankTheTorchEnvironment) {
-  std::string spec = WriteSpec("mp", "mpirun", R"(, "nodes": 2)", "");
+  std::string spec = WriteSpec("mp", "mpirun", R"({"nodes": 2})", "");
   CliResult r = Run(spec);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'completed' AND steps = 3"), 1);
@@ -128,7 +135,7 @@ TEST_F(UserProgramTest, MpirunLaunchGivesEveryRankTheTorchEnvironment) {
 }
 
 TEST_F(UserProgramTest, TorchrunLaunchSpawnsTheRanksWithoutMpirun) {
-  std::string spec = WriteSpec("tr", "torchrun", R"(, "ranks_per_node": 4)", "");
+  std::string spec = WriteSpec("tr", "torchrun", R"({"ranks_per_node": 4})", "");
   CliResult r = Run(spec);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'completed' AND steps = 3"), 1);
@@ -139,9 +146,8 @@ TEST_F(UserProgramTest, TorchrunLaunchSpawnsTheRanksWithoutMpirun) {
 }
 
 TEST_F(UserProgramTest, ConcurrentRunsGetDistinctPortsAndParamsAreSweptAndFiltered) {
-  std::string spec =
-      WriteSpec("pp", "torchrun", R"(, "nodes": 1, "params": {"depth": 18, "sleep": 1})",
-                R"(, "axes": {"params.depth": [18, 34]})");
+  std::string spec = WriteSpec("pp", "torchrun", R"({"params": {"sleep": 1}})",
+                               R"({"axes": {"params.depth": [18, 34]}})");
   CliResult r = Run(spec, 4);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto ranks = RankRecords("pp");
@@ -161,13 +167,11 @@ TEST_F(UserProgramTest, ConcurrentRunsGetDistinctPortsAndParamsAreSweptAndFilter
 }
 
 TEST_F(UserProgramTest, CrashHangAndGarbageAreHandledLikeTheRunners) {
-  std::string spec = WriteSpec("bad", "torchrun", R"(, "ranks_per_node": 2)",
-                               R"(, "axes": {"params.behave": ["crash", "hang", "garbage"]},
-          "resources": {"retries": 0, "timeout_seconds": 10})");
-  // base.params must declare params.behave for the axis.
-  std::string text = Slurp(spec);
-  text.replace(text.find(R"("depth": 18)"), 11, R"("depth": 18, "behave": "")");
-  std::ofstream(spec) << text;
+  // base.params declares params.behave for the axis.
+  std::string spec =
+      WriteSpec("bad", "torchrun", R"({"ranks_per_node": 2, "params": {"behave": ""}})",
+                R"({"axes": {"params.behave": ["crash", "hang", "garbage"]},
+                                   "resources": {"retries": 0, "timeout_seconds": 10}})");
   CliResult r = Run(spec, 4);
   EXPECT_EQ(r.exit_code, 1) << r.err;  // failed runs: exit 1, the sweep went on
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'failed' AND outcome IS NULL"), 1);
@@ -184,17 +188,17 @@ TEST_F(UserProgramTest, BadProgramsAndParamsExit2NamingTheFieldAndWriteNothing) 
   const std::string missing = dir_.path() + "/work/no-such-program";
   const std::string not_exec = dir_.path() + "/work/data.txt";
   const std::vector<Case> cases = {
-      {fmt::format(R"(, "program": {{"command": ["{}"]}})", missing), "",
+      {fmt::format(R"({{"program": {{"command": ["{}"]}}}})", missing), "",
        "base.program.command[0]"},
-      {fmt::format(R"(, "program": {{"command": ["{}"]}})", not_exec), "",
+      {fmt::format(R"({{"program": {{"command": ["{}"]}}}})", not_exec), "",
        "is not an executable file"},
-      {R"(, "program": {"command": ["no-such-tool-in-path-xyz"]})", "", "is not in PATH"},
-      {R"(, "program": {"command": []})", "", "base.program.command"},
-      {R"(, "program": {"command": ["python3"], "workdir": "nope"})", "", "base.program.workdir"},
-      {R"(, "program": {"command": ["python3"], "launch": "srun"})", "", "base.program.launch"},
-      {R"(, "params": [1, 2])", "", "base.params"},
-      {"", R"(, "axes": {"params.dpeth": [1, 2]})", "axes.params.dpeth"},
-      {"", R"(, "axes": {"params": [3]})", "axes.params[0]"},
+      {R"({"program": {"command": ["no-such-tool-in-path-xyz"]}})", "", "is not in PATH"},
+      {R"({"program": {"command": []}})", "", "base.program.command"},
+      {R"({"program": {"command": ["python3"], "workdir": "nope"}})", "", "base.program.workdir"},
+      {R"({"program": {"command": ["python3"], "launch": "srun"}})", "", "base.program.launch"},
+      {R"({"params": [1, 2]})", "", "base.params"},
+      {"", R"({"axes": {"params.dpeth": [1, 2]}})", "axes.params.dpeth"},
+      {"", R"({"axes": {"params": [3]}})", "axes.params[0]"},
   };
   for (const Case& c : cases) {
     std::string spec = WriteSpec("b", "mpirun", c.base_extra, c.extra);
@@ -212,8 +216,8 @@ TEST_F(UserProgramTest, BadProgramsAndParamsExit2NamingTheFieldAndWriteNothing) 
 TEST_F(UserProgramTest, ModelAndDataAreTheProgramsOwnAndValidateAsksTheProgram) {
   // A user program's model/data are free-form: no "not one of logreg, mlp, cnn".
   std::string ok = WriteSpec("own", "mpirun",
-                             R"(, "model": {"name": "resnet18", "depth": 18},
-                                 "data": {"name": "imagenet-subset"})",
+                             R"({"model": {"name": "resnet18", "depth": 18},
+                                 "data": {"name": "imagenet-subset"}})",
                              "");
   CliResult plan = Cli({"sweep", "plan", ok, "--json"});
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
@@ -223,10 +227,8 @@ TEST_F(UserProgramTest, ModelAndDataAreTheProgramsOwnAndValidateAsksTheProgram) 
   EXPECT_EQ(config["params"]["depth"], 18);
 
   // "validate": true: the program's own --validate refuses params.depth < 0, nothing runs.
-  std::string spec = WriteSpec("val", "mpirun", R"(, "params": {"depth": -1})", "");
-  std::string text = Slurp(spec);
-  text.replace(text.find(R"("workdir")"), 9, R"("validate": true, "workdir")");
-  std::ofstream(spec) << text;
+  std::string spec =
+      WriteSpec("val", "mpirun", R"({"params": {"depth": -1}, "program": {"validate": true}})", "");
   CliResult r = Run(spec);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("params.depth: must be >= 0"), std::string::npos) << r.err;
