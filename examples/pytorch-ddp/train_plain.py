@@ -20,11 +20,11 @@ DATA = "/usr/share/datasets/fashion-mnist"
 def read_idx(path, limit):
     """An IDX file (gzip): uint8 images [N, 1, 28, 28] scaled to [0, 1], or int64 labels [N]."""
     with gzip.open(path, "rb") as f:
-        raw = f.read()
-    ndim = raw[3]
-    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
-    data = torch.frombuffer(bytearray(raw[4 + 4 * ndim:]), dtype=torch.uint8)
-    data = data.view(dims)[:limit]
+        ndim = f.read(4)[3]
+        dims = [int.from_bytes(f.read(4), "big") for _ in range(ndim)]
+        dims[0] = min(dims[0], limit or dims[0])
+        row = 1 if ndim == 1 else dims[1] * dims[2]
+        data = torch.frombuffer(bytearray(f.read(dims[0] * row)), dtype=torch.uint8)
     return data.long() if ndim == 1 else data.view(-1, 1, 28, 28).float().div(255)
 
 

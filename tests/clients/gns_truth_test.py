@@ -36,6 +36,9 @@ class GnsTruthTest(StudyTest):
                 b_small = self.query("SELECT DISTINCT value FROM run_metrics WHERE run_id = ? "
                                      "AND name = 'gns_b_small'", r["run_id"])
                 self.assertEqual(b_small, [(32.0,)])
+                print(f"world_size {r['world_size']}: B_simple {r['b_simple']['value']:.2f} "
+                      f"[{r['b_simple']['low']:.2f}, {r['b_simple']['high']:.2f}], truth "
+                      f"{truth:.2f}, ratio {r['b_simple']['value'] / truth:.3f}")
                 self.assertEqual(r["samples"], 400)
                 self.assertGreater(truth, 20)
                 self.assertAlmostEqual(r["b_simple"]["value"] / truth, 1.0, delta=0.15,
