@@ -9,7 +9,6 @@
 #include <fmt/core.h>
 
 #include "analysis/study_tables.h"
-#include "analysis/svg_plot.h"
 
 namespace batchlab::analysis {
 
@@ -70,80 +69,6 @@ std::vector<std::string> Summary(const Study& s) {
 
 namespace {
 
-std::vector<std::string> Charts(const Study& s) {
-  std::vector<std::string> charts;
-  const char* kBlue = "#1f77b4";
-  const char* kRed = "#d62728";
-  const char* kGray = "#999999";
-  {  // Steps to target vs batch size, with the fit.
-    SvgPlot p("Steps to target vs batch size", "batch size", "steps", true, true);
-    std::vector<double> x, y;
-    for (const BatchBest& b : s.target.best) {
-      for (double st : b.seed_steps) {
-        x.push_back(static_cast<double>(b.batch_size));
-        y.push_back(st);
-      }
-    }
-    p.AddPoints("best configuration per batch size", x, y, kBlue);
-    if (s.crit.status.ok() && !x.empty()) {
-      std::vector<double> fx, fy;
-      const double lo = *std::min_element(x.begin(), x.end()) / 2;
-      const double hi = *std::max_element(x.begin(), x.end()) * 2;
-      for (int i = 0; i <= 60; ++i) {
-        const double b = lo * std::pow(hi / lo, i / 60.0);
-        fx.push_back(b);
-        fy.push_back(s.crit.fit.StepsAt(b));
-      }
-      p.AddLine("fit S_min (1 + B_crit / B)", fx, fy, kRed);
-    }
-    charts.push_back(p.Render(640, 400));
-  }
-  {  // Pareto.
-    SvgPlot p("Time vs compute to target", "compute (rank-seconds)", "seconds", true, true);
-    std::vector<double> x, y, fx, fy;
-    for (const ParetoPoint& q : s.pareto.points) {
-      x.push_back(q.compute);
-      y.push_back(q.time);
-    }
-    for (size_t i : s.pareto.frontier) {
-      fx.push_back(s.pareto.points[i].compute);
-      fy.push_back(s.pareto.points[i].time);
-    }
-    p.AddPoints("runs that reached the target", x, y, kGray);
-    p.AddLine("Pareto frontier", fx, fy, kRed);
-    charts.push_back(p.Render(640, 400));
-  }
-  if (!s.gns.runs.empty()) {  // GNS series.
-    SvgPlot p("Smoothed B_simple over training", "step", "B_simple", false, true);
-    const char* colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                            "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-    int shown = 0;
-    for (const GnsRun& r : s.gns.runs) {
-      if (r.series.empty() || shown == 8) continue;
-      std::vector<double> x, y;
-      for (const GnsPoint& q : r.series) {
-        x.push_back(static_cast<double>(q.step));
-        y.push_back(q.b_simple);
-      }
-      p.AddLine(r.label, x, y, colors[shown++]);
-    }
-    charts.push_back(p.Render(640, 400));
-  }
-  if (s.projection.status.ok() && !s.projection.points.empty()) {
-    SvgPlot p("PROJECTED time vs compute (" + s.projection.profile.name + ", a model)",
-              "compute (rank-seconds)", "seconds", true, true);
-    std::vector<double> x, y, fx, fy;
-    for (const ProjectedPoint& q : s.projection.points) {
-      (q.on_frontier ? fx : x).push_back(q.compute);
-      (q.on_frontier ? fy : y).push_back(q.time_to_target);
-    }
-    p.AddPoints("projected (K, B)", x, y, kGray);
-    p.AddPoints("projected frontier", fx, fy, kRed);
-    charts.push_back(p.Render(640, 400));
-  }
-  return charts;
-}
-
 Status WriteFile(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
@@ -179,6 +104,7 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
   }
   s.gns = AnalyzeGns(sweep, options);
   s.scaling = AnalyzeScaling(sweep, options);
+  s.curves = CollectCurves(sweep, /*max_points=*/300);
   if (target.ok()) {
     s.target = std::move(*target);
     s.crit = AnalyzeCrit(s.target, s.gns, options);
@@ -230,34 +156,6 @@ std::string RenderMarkdown(const Study& s) {
       "measurements.\n\n## Results\n\n";
   for (const Table& t : StudyTables(s)) md += t.ToMarkdown();
   return md;
-}
-
-std::string RenderHtml(const Study& s) {
-  std::string h = fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<title>batchlab report: {0}</title>\n<style>body{{font-family:sans-serif;max-width:1100px;"
-      "margin:2em auto;padding:0 1em}}table{{border-collapse:collapse;font-size:12px;margin:.5em "
-      "0}}"
-      "td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}th{{background:#f3f3f3}}"
-      "p{{font-size:13px}}svg{{margin:.5em 1em .5em 0}}</style></head><body>\n"
-      "<h1>batchlab report: sweep {0} (version {1})</h1>\n<h2>Summary</h2>\n<ul>\n",
-      HtmlEscape(s.sweep), s.version);
-  for (const std::string& line : Summary(s)) h += "<li>" + HtmlEscape(line) + "</li>\n";
-  h += "</ul>\n";
-  if (!s.recommendation.measured.empty()) {
-    h += fmt::format("<h2>Recommendation (prefer {})</h2>\n<div class=\"recommendation\">\n",
-                     PreferenceName(s.recommendation.prefer));
-    for (const std::string& line : RecommendationLines(s.recommendation)) {
-      h += "<p>" + HtmlEscape(line) + "</p>\n";
-    }
-    h += "</div>\n";
-  }
-  h += "<p>Methods, formulas and their sources: docs/methods.md. Projections are a model, "
-       "not measurements.</p>\n<h2>Charts</h2>\n<div>\n";
-  for (const std::string& svg : Charts(s)) h += svg;
-  h += "</div>\n<h2>Results</h2>\n";
-  for (const Table& t : StudyTables(s)) h += t.ToHtml();
-  return h + "</body></html>\n";
 }
 
 StatusOr<std::vector<std::string>> WriteReport(const Study& study, const std::string& out_dir) {

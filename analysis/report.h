@@ -1,5 +1,6 @@
 // The scaling report of one sweep: every analysis section as report.md, report.html (tables plus
-// inline SVG charts, one self-contained file) and one CSV per table.
+// interactive Vega-Lite charts, one self-contained file; report_html.h, report_charts.h) and one
+// CSV per table.
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep(db, "quickstart", {}));
 //   BATCHLAB_ASSIGN_OR_RETURN(Study study, RunStudy(sweep, StudyOptions{}));
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "analysis/recommendation.h"
+#include "analysis/report_html.h"
+#include "analysis/run_curves.h"
 #include "analysis/study.h"
 #include "analysis/table.h"
 #include "base/status.h"
@@ -34,6 +37,7 @@ struct Study {
   ScalingSection scaling;
   ProjectionSection projection;
   RecommendationSection recommendation;  // empty without a target
+  CurvesSection curves;  // per-run loss, test loss, accuracy and lr, for the charts
 
   Study() = default;
   Study(Study&&) = default;
@@ -54,7 +58,9 @@ std::vector<std::string> Summary(const Study& study);
 std::vector<Table> StudyTables(const Study& study);
 
 std::string RenderMarkdown(const Study& study);
-std::string RenderHtml(const Study& study);
+// report.html (report_html.cc). Without the charting library installed, the charts are replaced
+// by a notice naming the fix (the tables and summary are still there).
+std::string RenderHtml(const Study& study, const HtmlOptions& options = {});
 
 // Creates `out_dir` if needed and writes report.md, report.html and <table>.csv files (each
 // through a temporary file renamed into place); returns the paths written.

@@ -45,6 +45,7 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx);    // sweep run|plan|stat
 void AddResultsCommands(CLI::App& app, CliContext& ctx);  // results list|show|query|export
 void AddAnalyzeCommands(CLI::App& app, CliContext& ctx);  // analyze gns|...|project|recommend
 void AddReportCommand(CLI::App& app, CliContext& ctx);    // report
+void AddUiCommand(CLI::App& app, CliContext& ctx);        // ui (ui_command.cc)
 
 }  // namespace batchlab::cli
 

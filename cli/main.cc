@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   AddResultsCommands(app, ctx);
   AddAnalyzeCommands(app, ctx);
   AddReportCommand(app, ctx);
+  AddUiCommand(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

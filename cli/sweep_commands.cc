@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/live_status.h"
 #include "orchestrator/expansion.h"
 #include "orchestrator/local_launcher.h"
 #include "orchestrator/runner_locator.h"
@@ -168,6 +169,7 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
   BATCHLAB_ASSIGN_OR_RETURN(auto store, results::Store::Open(ctx.db_path));
   orch::SignalWatcher signals;
   orch::ProgressPrinter progress(stderr, isatty(fileno(stderr)) != 0, spec.name);
+  progress.SetDetail(RunningRunsDetail(ctx.db_path, spec.name));
   orch::ExecutorOptions opts;
   opts.slots = f.slots;
   opts.runs_dir = f.runs_dir;
@@ -287,44 +289,6 @@ Status ListSweeps(const std::string& format, const CliContext& ctx) {
   return OkStatus();
 }
 
-Status SweepStatus(const std::string& name, const CliContext& ctx) {
-  BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
-  BATCHLAB_ASSIGN_OR_RETURN(auto sweep,
-                            db->Prepare("SELECT id, version, spec_hash FROM sweeps WHERE name = ? "
-                                        "ORDER BY version DESC LIMIT 1"));
-  sweep.BindText(1, name);
-  BATCHLAB_ASSIGN_OR_RETURN(bool found, sweep.Step());
-  if (!found) return NotFoundError(fmt::format("no sweep named \"{}\" in {}", name, ctx.db_path));
-  const int64_t sweep_id = sweep.ColumnInt(0);
-  fmt::print("sweep {} version {} (spec hash {})\n", name, sweep.ColumnInt(1), sweep.ColumnText(2));
-  BATCHLAB_ASSIGN_OR_RETURN(auto counts,
-                            db->Prepare("SELECT state, count(*) FROM runs WHERE sweep_id = ? "
-                                        "GROUP BY state ORDER BY state"));
-  counts.BindInt(1, sweep_id);
-  int64_t total = 0;
-  std::string line;
-  while (true) {
-    BATCHLAB_ASSIGN_OR_RETURN(bool row, counts.Step());
-    if (!row) break;
-    total += counts.ColumnInt(1);
-    line +=
-        fmt::format("{}{} {}", line.empty() ? "" : ", ", counts.ColumnInt(1), counts.ColumnText(0));
-  }
-  fmt::print("{} runs: {}\n", total, line.empty() ? "none" : line);
-  BATCHLAB_ASSIGN_OR_RETURN(
-      auto running,
-      db->Prepare("SELECT id, attempt, host, strftime('%s','now') - started_at FROM runs "
-                  "WHERE sweep_id = ? AND state = 'running' ORDER BY started_at"));
-  running.BindInt(1, sweep_id);
-  while (true) {
-    BATCHLAB_ASSIGN_OR_RETURN(bool row, running.Step());
-    if (!row) break;
-    fmt::print("  running {} attempt {} on {} for {:.0f} s\n", running.ColumnText(0),
-               running.ColumnInt(1), running.ColumnText(2), running.ColumnDouble(3));
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 void AddSweepCommands(CLI::App& app, CliContext& ctx) {
@@ -370,11 +334,20 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
                   "table, csv, json or jsonl");
   list->callback([list_format, &ctx] { ctx.status = ListSweeps(*list_format, ctx); });
 
-  auto status_name = std::make_shared<std::string>();
-  auto* status = sweep->add_subcommand("status", "Progress of a sweep (read-only, non-blocking)");
+  auto status_flags = std::make_shared<StatusFlags>();
+  auto* status = sweep->add_subcommand(
+      "status", "Progress of a sweep: per-run step, loss, last eval, ETA (read-only)");
   AddVersionFlag(*status);
-  status->add_option("NAME", *status_name, "Sweep name")->required();
-  status->callback([status_name, &ctx] { ctx.status = SweepStatus(*status_name, ctx); });
+  status->add_option("NAME", status_flags->sweep, "Sweep name")->required();
+  status
+      ->add_option("--watch", status_flags->watch_seconds,
+                   "Redraw every SECONDS until no run is left to run (default 2)")
+      ->expected(0, 1)
+      ->default_str("2");
+  status->add_flag("--all", status_flags->all, "List every run, not only the running ones");
+  AddFormatOption(*status, status_flags->format, {"table", "json"},
+                  "table, or json (every run; one object per refresh with --watch)");
+  status->callback([status_flags, &ctx] { ctx.status = ShowSweepStatus(*status_flags, ctx); });
 }
 
 }  // namespace batchlab::cli

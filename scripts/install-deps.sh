@@ -10,6 +10,9 @@ packages=(
   nlohmann-json3-dev libsqlite3-dev
   libboost-dev libboost-filesystem-dev
   libfmt-dev libcli11-dev libgtest-dev
+  libcpp-httplib-dev         # `batchlab ui`: the live report server
+  chromium                   # the browser test (tests/browser) opens the report headless
+  nodejs                     # the report's charting library and the browser test driver (web/)
   dataset-fashion-mnist
   slurm-wlm munge
   python3-torch                 # clients/python tests and examples/pytorch-ddp (never linked by batchlab)
@@ -20,6 +23,8 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm ships inside some nodejs builds (e.g. NodeSource's); Debian's own nodejs needs its npm package.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
   apt-get update -qq
@@ -27,3 +32,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "install-deps: all packages present"
 fi
+
+# The report's charting library (Vega-Lite) and the browser test's driver (playwright-core), from
+# the npm registry at the versions pinned in web/package-lock.json.
+bash "$(dirname "$0")/install-web-deps.sh"

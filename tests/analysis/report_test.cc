@@ -51,7 +51,11 @@ TEST(ReportTest, WritesHtmlMarkdownAndCsvWithoutTouchingTheDatabase) {
             std::string::npos);
   EXPECT_NE(md.find("1 diverged, 1 pending, 28 target_reached"), std::string::npos);
   const std::string html = Read(out + "/report.html");
-  EXPECT_NE(html.find("<svg"), std::string::npos);
+  // Charts as Vega-Lite specs with the library inlined (tests/analysis/report_charts_test.cc and
+  // the browser test check what they draw).
+  EXPECT_NE(html.find("id=\"batchlab-charts\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"chart-pareto\""), std::string::npos);
+  EXPECT_NE(html.find("vega-embed.min.js"), std::string::npos);
   EXPECT_NE(html.find("PROJECTION (a model, not a measurement)"), std::string::npos);
   EXPECT_EQ(html.find("-nan"), std::string::npos);
 

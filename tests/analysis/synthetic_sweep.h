@@ -9,6 +9,7 @@
 //     with c = 1e-4 s/sample, o = 2e-3 s, α = 1e-4 s, β = 1e8 B/s, P = 12730 (mlp [16])
 //   gns_*: drawn from the noisy quadratic model (d = 100, noise 60 → B_simple ≈ 190.4) at
 //     b_small = B/K, b_big = B for K > 1 (not logged for K = 1)
+// Every step logs `lr` (lr.base) and every eval `test_loss` (2.5 − 2·accuracy).
 // The B=512, lr=0.05, K=4 run diverges (state diverged, loss 1e30) and B=32, lr=0.05, K=4 is still
 // pending.
 //
@@ -105,13 +106,13 @@ inline SyntheticSweep WriteSyntheticSweep(const std::string& db_path,
           // A diverging runner stops at a huge (still finite, JSON has no NaN) loss.
           const double loss = diverge && s == total ? 1e30 : 2.3 / s;
           out << fmt::format(
-                     R"({{"seq":{},"kind":"step","step":{},"samples":{},"loss":{},"step_seconds":{},"comm_seconds":{}{}}})",
-                     seq++, s, s * batch, loss, step_s, comm, gns)
+                     R"({{"seq":{},"kind":"step","step":{},"samples":{},"loss":{},"lr":{},"step_seconds":{},"comm_seconds":{}{}}})",
+                     seq++, s, s * batch, loss, lr, step_s, comm, gns)
               << "\n";
           const double acc = s >= target_steps ? 0.86 : 0.8 * s / target_steps;
           out << fmt::format(
-                     R"({{"seq":{},"kind":"eval","step":{},"samples":{},"seconds":{},"test_accuracy":{}}})",
-                     seq++, s, s * batch, s * step_s * 1.1, diverge ? 0.1 : acc)
+                     R"({{"seq":{},"kind":"eval","step":{},"samples":{},"seconds":{},"test_loss":{},"test_accuracy":{}}})",
+                     seq++, s, s * batch, s * step_s * 1.1, 2.5 - 2 * acc, diverge ? 0.1 : acc)
               << "\n";
         }
         out.close();

@@ -1,0 +1,88 @@
+// `batchlab sweep status` and the running-sweep detail (see live_status.h).
+#include "cli/live_status.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <fmt/core.h>
+
+#include "orchestrator/live_progress.h"
+#include "orchestrator/signal_watcher.h"
+#include "results/schema.h"
+#include "results/sweep_progress.h"
+
+namespace batchlab::cli {
+
+namespace orch = batchlab::orchestrator;
+
+StatusOr<orch::LiveProgress> ReadLiveProgress(const std::string& db_path,
+                                              const std::string& sweep) {
+  BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(db_path));
+  BATCHLAB_ASSIGN_OR_RETURN(results::SweepSnapshot snap, results::ReadSweepSnapshot(*db, sweep));
+  return orch::ComputeLiveProgress(std::move(snap), orch::NowSeconds());
+}
+
+namespace {
+
+bool Unfinished(const orch::LiveProgress& live) {
+  return live.counts.count("running") > 0 || live.counts.count("pending") > 0;
+}
+
+}  // namespace
+
+Status ShowSweepStatus(const StatusFlags& f, CliContext& ctx) {
+  const std::string& db_path = ctx.db_path;
+  if (f.watch_seconds < 0) {
+    return InvalidArgumentError(fmt::format(
+        "--watch {}: the refresh interval must be positive, e.g. --watch 2", f.watch_seconds));
+  }
+  const bool json = f.format == "json";
+  auto print = [&](const orch::LiveProgress& live) {
+    if (json) {
+      fmt::print("{}\n", orch::LiveProgressJson(live).dump());
+    } else {
+      fmt::print("{}", orch::FormatLiveProgress(live, f.all));
+    }
+  };
+  BATCHLAB_ASSIGN_OR_RETURN(orch::LiveProgress live, ReadLiveProgress(db_path, f.sweep));
+  if (f.watch_seconds == 0) {
+    print(live);
+    return OkStatus();
+  }
+  const bool tty = !json && isatty(fileno(stdout)) != 0;
+  orch::SignalWatcher signals;
+  while (true) {
+    if (tty) fmt::print("\033[H\033[2J");  // redraw in place
+    print(live);
+    if (!tty && !json) fmt::print("\n");
+    std::fflush(stdout);
+    if (!Unfinished(live)) return OkStatus();
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(f.watch_seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      if (signals.requested()) {
+        ctx.stopped_by_signal = signals.signal_number();
+        return CancelledError(
+            fmt::format("stopped watching sweep {} (signal {})", f.sweep, signals.signal_number()));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    BATCHLAB_ASSIGN_OR_RETURN(live, ReadLiveProgress(db_path, f.sweep));
+  }
+}
+
+std::function<std::string()> RunningRunsDetail(std::string db_path, std::string sweep) {
+  return [db_path = std::move(db_path), sweep = std::move(sweep)]() -> std::string {
+    StatusOr<orch::LiveProgress> live = ReadLiveProgress(db_path, sweep);
+    if (!live.ok()) return "";
+    std::string text = orch::FormatLiveProgress(*live, /*all_runs=*/false);
+    // Only the table: the live line above already has the counts.
+    const size_t table = text.find("\n  run ");
+    return table == std::string::npos ? "" : text.substr(table + 1);
+  };
+}
+
+}  // namespace batchlab::cli
