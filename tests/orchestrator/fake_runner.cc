@@ -9,7 +9,22 @@
 //   FAKE_RUNNER_FAIL_ATTEMPTS=N    attempts 1..N exit 1 without an end line
 //   FAKE_RUNNER_FAIL_BATCH=B       runs with batch_size B always exit 1
 //   FAKE_RUNNER_PID_DIR=DIR        writes DIR/<run_id>-<attempt>-<rank>.pid while running
+// Faults, for the fault-injection tests (fault_injection_test.cc):
+//   FAKE_RUNNER_SLOW_ATTEMPTS=N    only attempts 1..N take FAKE_RUNNER_SECONDS (later: 0.05 s)
+//   FAKE_RUNNER_STEPS=N            step lines (default 5)
+//   FAKE_RUNNER_PAD=BYTES          each step line carries a string field of BYTES bytes
+//   FAKE_RUNNER_DETACH=1           each rank starts a process that leaves the job's session
+//                                  (setsid) and sleeps 600 s; its pid goes to
+//                                  DIR/<run_id>-<attempt>-<rank>-detached.pid (never removed)
+//   FAKE_RUNNER_HANG_RANK=R        rank R ignores SIGTERM and every rank hangs (a collective
+//                                  that never completes), before the end line
+//   FAKE_RUNNER_MISBEHAVE=LIST     rank 0 writes, between its steps, each of: garbage (binary
+//                                  bytes), truncated (a cut-off line), seq (seq jumps to 1000,
+//                                  then goes on lower), nan (NaN/Infinity tokens), huge (a 2 MiB
+//                                  line); end-hang: after the end line (written with a low seq),
+//                                  it hangs instead of exiting
 // `--validate --config FILE` exits 0 (2 if FAKE_RUNNER_INVALID is set).
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -26,6 +41,17 @@ namespace {
 double EnvDouble(const char* name, double fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::atof(v) : fallback;
+}
+
+bool Misbehaves(const char* what) {
+  const char* list = std::getenv("FAKE_RUNNER_MISBEHAVE");
+  if (list == nullptr) return false;
+  std::string l = std::string(",") + list + ",";
+  return l.find(std::string(",") + what + ",") != std::string::npos;
+}
+
+void SleepForever() {
+  while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 double Now() {
@@ -63,8 +89,21 @@ int main(int argc, char** argv) {
                std::to_string(rank) + ".pid";
     std::ofstream(pid_file) << getpid() << "\n";
   }
-  const double seconds = EnvDouble("FAKE_RUNNER_SECONDS", 0.05);
-  const int steps = 5;
+  if (std::getenv("FAKE_RUNNER_DETACH") != nullptr && std::getenv("FAKE_RUNNER_PID_DIR") != nullptr) {
+    const std::string detached_file = std::string(std::getenv("FAKE_RUNNER_PID_DIR")) + "/" +
+                                      run_id + "-" + std::to_string(attempt) + "-" +
+                                      std::to_string(rank) + "-detached.pid";
+    if (fork() == 0) {
+      setsid();  // out of the job's session: only its environment still names its attempt
+      std::ofstream(detached_file) << getpid() << "\n";
+      std::this_thread::sleep_for(std::chrono::seconds(600));
+      _exit(0);
+    }
+  }
+  double seconds = EnvDouble("FAKE_RUNNER_SECONDS", 0.05);
+  if (attempt > static_cast<int>(EnvDouble("FAKE_RUNNER_SLOW_ATTEMPTS", 1e9))) seconds = 0.05;
+  const int steps = static_cast<int>(EnvDouble("FAKE_RUNNER_STEPS", 5));
+  const std::string pad(static_cast<size_t>(EnvDouble("FAKE_RUNNER_PAD", 0)), 'p');
   std::ofstream metrics;
   if (rank == 0) metrics.open(config.value("metrics_path", "metrics.jsonl"), std::ios::app);
   int seq = 0;
@@ -73,18 +112,45 @@ int main(int argc, char** argv) {
     j["seq"] = seq++;
     metrics << j.dump() << "\n" << std::flush;
   };
+  auto raw = [&](const std::string& text) {
+    if (rank == 0) metrics << text << std::flush;
+  };
   line({{"kind", "start"},
         {"time", Now()},
         {"world_size", config.value("world_size", 1)},
         {"batch_size", config.value("batch_size", 0)}});
   for (int s = 1; s <= steps; ++s) {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds / steps));
-    line({{"kind", "step"},
-          {"step", s},
-          {"samples", s * config.value("batch_size", 1)},
-          {"loss", 1.0 / s},
-          {"lr", 0.1},
-          {"step_seconds", seconds / steps}});
+    nlohmann::json step = {{"kind", "step"},
+                           {"step", s},
+                           {"samples", s * config.value("batch_size", 1)},
+                           {"loss", 1.0 / s},
+                           {"lr", 0.1},
+                           {"step_seconds", seconds / steps}};
+    if (!pad.empty()) step["pad"] = pad;
+    line(step);
+    if (s == 1) {
+      if (Misbehaves("garbage")) raw(std::string("\xff\xfe\x00\x01 binary \xc3\x28 garbage\n", 23));
+      if (Misbehaves("truncated")) raw("{\"seq\": 77, \"kind\": \"st\n");
+      if (Misbehaves("nan")) {
+        raw("{\"seq\": " + std::to_string(seq++) +
+            ", \"kind\": \"step\", \"step\": 1, \"loss\": NaN, \"grad_norm\": Infinity}\n");
+      }
+      if (Misbehaves("huge")) {
+        raw("{\"seq\": " + std::to_string(seq++) + ", \"kind\": \"step\", \"blob\": \"" +
+            std::string(2 << 20, 'h') + "\"}\n");
+      }
+      if (Misbehaves("seq")) {
+        const int resume = seq;
+        seq = 1000;
+        line({{"kind", "step"}, {"step", s}, {"jump", 1}});
+        seq = resume;  // goes on lower than 1000
+      }
+    }
+  }
+  if (const char* hang = std::getenv("FAKE_RUNNER_HANG_RANK"); hang != nullptr) {
+    if (rank == std::atoi(hang)) signal(SIGTERM, SIG_IGN);
+    SleepForever();  // every rank waits in a collective that never completes
   }
   int code = static_cast<int>(EnvDouble("FAKE_RUNNER_EXIT", 0));
   if (attempt <= static_cast<int>(EnvDouble("FAKE_RUNNER_FAIL_ATTEMPTS", 0))) code = 1;
@@ -96,6 +162,7 @@ int main(int argc, char** argv) {
                           : code == 3 ? "target_reached"
                           : code == 4 ? "diverged"
                                       : "budget_exhausted";
+    if (Misbehaves("end-hang")) seq = 2;  // an end line with a low seq
     line({{"kind", "end"},
           {"outcome", outcome},
           {"steps", steps},
@@ -106,6 +173,7 @@ int main(int argc, char** argv) {
   } else {
     std::fprintf(stderr, "batchlab-runner[rank %d]: fake failure of attempt %d\n", rank, attempt);
   }
+  if (Misbehaves("end-hang")) SleepForever();  // wrote its end line, then never exits
   if (!pid_file.empty()) std::remove(pid_file.c_str());
   return code;
 }

@@ -18,6 +18,7 @@
 
 #include "results/database.h"
 #include "results/schema.h"
+#include "tests/orchestrator/process_checks.h"
 #include "tests/orchestrator/temp_dir.h"
 
 namespace batchlab::orchestrator {
@@ -25,7 +26,10 @@ namespace {
 
 namespace bp = boost::process;
 namespace fs = boost::filesystem;
+using testing::AllGone;
+using testing::PidsIn;
 using testing::TempDir;
+using testing::WaitFor;
 
 struct CliResult {
   int exit_code = -1;
@@ -328,35 +332,6 @@ TEST_F(SweepCliTest, ExampleSpecsRunScaledDown) {
   EXPECT_GE(examples, 5);
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state != 'completed'"), 0);
   EXPECT_GE(Query("SELECT count(*) FROM sweeps"), 5);
-}
-
-// Waits (up to `seconds`) for `pred`; returns its last value. Never asserts on timing itself.
-template <typename Pred>
-bool WaitFor(Pred pred, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
-
-std::vector<pid_t> PidsIn(const std::string& dir) {
-  std::vector<pid_t> pids;
-  boost::system::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; ++it) {
-    std::ifstream in(it->path().string());
-    pid_t pid = 0;
-    if (in >> pid) pids.push_back(pid);
-  }
-  return pids;
-}
-
-bool AllGone(const std::vector<pid_t>& pids) {
-  for (pid_t p : pids) {
-    if (kill(p, 0) == 0) return false;
-  }
-  return true;
 }
 
 TEST_F(SweepCliTest, SigintStopsChildrenAndMarksTheirRunsCancelled) {
