@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -273,7 +275,11 @@ class Execution {
     {
       std::ofstream out(dir + "/config.json");
       out << config.dump(2) << "\n";
-      if (!out) return InternalError(fmt::format("cannot write {}/config.json", dir));
+      out.close();  // a full disk shows here, not before
+      if (!out) {
+        return UnavailableError(fmt::format("cannot write {}/config.json: {} (is the disk full?)",
+                                            dir, std::strerror(errno)));
+      }
     }
     BATCHLAB_RETURN_IF_ERROR(store_.StartAttempt(r.id, dir));
     attempt_[i] = attempt;

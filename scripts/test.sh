@@ -3,4 +3,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-ctest --test-dir build --output-on-failure --timeout 900 "$@"
+rm -rf build/fault-injection
+rc=0
+ctest --test-dir build --output-on-failure --timeout 900 "$@" || rc=$?
+# The fault-injection figures (tests labelled `fault`, docs/security.md), one line per test.
+if compgen -G "build/fault-injection/*.txt" > /dev/null; then
+  echo "fault injection:"
+  cat build/fault-injection/*.txt | sed 's/^/  /'
+fi
+exit "$rc"

@@ -24,6 +24,7 @@
 //                                  line); end-hang: after the end line (written with a low seq),
 //                                  it hangs instead of exiting
 // `--validate --config FILE` exits 0 (2 if FAKE_RUNNER_INVALID is set).
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -95,6 +96,9 @@ int main(int argc, char** argv) {
                                       std::to_string(rank) + "-detached.pid";
     if (fork() == 0) {
       setsid();  // out of the job's session: only its environment still names its attempt
+      // A daemon's manners: let go of the rank's stdio (mpirun waits for those pipes to close).
+      const int null_fd = open("/dev/null", O_RDWR);
+      for (int fd = 0; fd <= 2; ++fd) dup2(null_fd, fd);
       std::ofstream(detached_file) << getpid() << "\n";
       std::this_thread::sleep_for(std::chrono::seconds(600));
       _exit(0);
