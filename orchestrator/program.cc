@@ -20,12 +20,12 @@ namespace {
 namespace fs = boost::filesystem;
 using nlohmann::json;
 
-bool IsExecutableFile(const fs::path& p) {
-  boost::system::error_code ec;
-  return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
-}
-
 }  // namespace
+
+bool IsExecutableFile(const std::string& path) {
+  boost::system::error_code ec;
+  return fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
 
 StatusOr<Program> ResolveProgram(const json& config, const std::string& spec_dir,
                                  const std::string& where) {
@@ -76,7 +76,7 @@ StatusOr<Program> ResolveProgram(const json& config, const std::string& spec_dir
   const std::string& exe = p.command.front();
   if (exe.find('/') == std::string::npos) {
     fs::path found = boost::process::search_path(exe);
-    if (found.empty() || !IsExecutableFile(found)) {
+    if (found.empty() || !IsExecutableFile(found.string())) {
       return InvalidArgumentError(fmt::format(
           "{}.command[0]: \"{}\" is not in PATH; give an absolute path or install it", where, exe));
     }
@@ -89,7 +89,7 @@ StatusOr<Program> ResolveProgram(const json& config, const std::string& spec_dir
           "{}.command[0]: {} does not exist (a relative path is taken from the workdir {})", where,
           path.string(), p.workdir));
     }
-    if (!IsExecutableFile(path)) {
+    if (!IsExecutableFile(path.string())) {
       return InvalidArgumentError(fmt::format(
           "{}.command[0]: {} is not an executable file; chmod +x it, or run it through its "
           "interpreter, e.g. [\"/usr/bin/python3\", \"{}\"]",
@@ -152,6 +152,11 @@ StatusOr<int> FreeTcpPort(const std::vector<int>& taken) {
 
 Status ValidateWithProgram(const Program& program, const json& config) {
   if (program.builtin || !program.validate) return OkStatus();
+  return ValidateWithCommand(program.command, program.command.back(), program.workdir, config);
+}
+
+Status ValidateWithCommand(const std::vector<std::string>& command, const std::string& who,
+                           const std::string& workdir, const json& config) {
   boost::system::error_code ec;
   fs::path dir = fs::temp_directory_path(ec) / fs::unique_path("batchlab-validate-%%%%-%%%%", ec);
   fs::create_directories(dir, ec);
@@ -163,20 +168,20 @@ Status ValidateWithProgram(const Program& program, const json& config) {
   c["metrics_path"] = (dir / "metrics.jsonl").string();
   const std::string path = (dir / "config.json").string();
   std::ofstream(path) << c.dump(2) << "\n";
-  std::vector<std::string> argv = program.command;
+  std::vector<std::string> argv = command;
   argv.insert(argv.end(), {"--validate", "--config", path});
-  auto r = RunCapturedCommand(argv, {{"BATCHLAB_CONFIG", path}}, program.workdir);
+  auto r = RunCapturedCommand(argv, {{"BATCHLAB_CONFIG", path}}, workdir);
   fs::remove_all(dir, ec);
   if (!r.ok()) return r.status();
   if (r->exit_code == 0) return OkStatus();
   std::string msg = r->err.empty() ? r->out : r->err;
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   if (r->exit_code == 2) {
-    return InvalidArgumentError(
-        fmt::format("{} rejects the resolved config: {}", program.command.back(), msg));
+    return InvalidArgumentError(fmt::format("{} rejects the resolved config: {}", who, msg));
   }
-  return UnavailableError(
-      fmt::format("`{} --validate` exited {}: {}", program.command.back(), r->exit_code, msg));
+  std::string shown;
+  for (const auto& a : command) shown += (shown.empty() ? "" : " ") + a;
+  return UnavailableError(fmt::format("`{} --validate` exited {}: {}", shown, r->exit_code, msg));
 }
 
 }  // namespace batchlab::orchestrator

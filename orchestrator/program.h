@@ -71,10 +71,20 @@ std::map<std::string, std::string> ProgramEnvironment(const std::string& config_
 // A TCP port on 127.0.0.1 that nothing listens on now (the kernel's choice), avoiding `taken`.
 StatusOr<int> FreeTcpPort(const std::vector<int>& taken = {});
 
-// The argument vector `ValidateProgram` runs, for messages: command... --validate --config FILE.
-// Asks a user program with `validate: true` whether it accepts `config`; exit 2 becomes
-// INVALID_ARGUMENT with the program's message, any other non-zero exit UNAVAILABLE.
+// Asks a user program with `validate: true` whether it accepts `config` (see
+// ValidateWithCommand); any other program is not asked.
 Status ValidateWithProgram(const Program& program, const nlohmann::json& config);
+
+// Runs `command --validate --config FILE` in `workdir` on a copy of `config` (with attempt and
+// metrics_path filled in, in a temporary folder). Exit 0 accepts it; exit 2 becomes
+// INVALID_ARGUMENT "<who> rejects the resolved config: <its message>"; any other exit UNAVAILABLE
+// naming the command.
+// Shared by the built-in runner (runner_locator.h) and user programs.
+Status ValidateWithCommand(const std::vector<std::string>& command, const std::string& who,
+                           const std::string& workdir, const nlohmann::json& config);
+
+// A regular file this process may execute.
+bool IsExecutableFile(const std::string& path);
 
 }  // namespace batchlab::orchestrator
 

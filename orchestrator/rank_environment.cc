@@ -21,8 +21,6 @@ bool Complete(const RankPlace& p) {
          p.local_world_size > 0 && p.local_rank < p.local_world_size;
 }
 
-bool IsProtocolCode(int code) { return code == 0 || code == 3 || code == 4 || code == 5; }
-
 }  // namespace
 
 std::optional<RankPlace> RankPlaceFromLauncher(const EnvLookup& env) {
@@ -65,9 +63,11 @@ std::map<std::string, std::string> TorchEnvironment(const RankPlace& place, cons
   return out;
 }
 
+bool IsProtocolExitCode(int code) { return code == 0 || code == 3 || code == 4 || code == 5; }
+
 int JobExitCode(const std::map<int, int>& rank_exit_codes) {
   for (const auto& [rank, code] : rank_exit_codes) {
-    if (!IsProtocolCode(code)) return code;
+    if (!IsProtocolExitCode(code)) return code;
   }
   auto zero = rank_exit_codes.find(0);
   return zero == rank_exit_codes.end() ? 1 : zero->second;

@@ -103,7 +103,7 @@ int Spawn(int world, const std::vector<std::string>& command) {
     if (it == rank_of.end()) continue;
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     codes[it->second] = code;
-    const bool failed = !(code == 0 || code == 3 || code == 4 || code == 5);
+    const bool failed = !orch::IsProtocolExitCode(code);
     if (failed && !stopping) {
       // One rank failed: the others may wait for it in a collective forever.
       stopping = true;

@@ -10,17 +10,12 @@
 #include <boost/filesystem.hpp>
 #include <boost/process/search_path.hpp>
 
-#include "orchestrator/captured_command.h"
+#include "orchestrator/program.h"
 
 namespace batchlab::orchestrator {
 namespace {
 
 namespace fs = boost::filesystem;
-
-bool IsExecutableFile(const fs::path& p) {
-  boost::system::error_code ec;
-  return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
-}
 
 // Looks for `name` in `dirs` (relative to the running binary's folder), then in PATH.
 StatusOr<std::string> LocateBinary(const std::string& name, const std::vector<std::string>& dirs,
@@ -31,12 +26,12 @@ StatusOr<std::string> LocateBinary(const std::string& name, const std::vector<st
   if (!self.empty()) {
     for (const std::string& d : dirs) {
       fs::path candidate = self.parent_path() / d / name;
-      if (IsExecutableFile(candidate)) return accept(candidate);
+      if (IsExecutableFile(candidate.string())) return accept(candidate);
       looked->push_back(candidate.lexically_normal().string());
     }
   }
   fs::path found = boost::process::search_path(name);
-  if (!found.empty() && IsExecutableFile(found)) return accept(found);
+  if (!found.empty() && IsExecutableFile(found.string())) return accept(found);
   looked->push_back("PATH");
   std::string where;
   for (const auto& l : *looked) where += (where.empty() ? "" : ", ") + l;
@@ -67,33 +62,13 @@ StatusOr<std::string> LocateRankExec(const std::string& self_exe) {
   std::vector<std::string> looked;
   auto found = LocateBinary("batchlab-rank", {".", "../cli"}, self_exe, &looked);
   if (found.ok()) return found;
-  return NotFoundError(fmt::format(
-      "{}; it is built next to `batchlab` (cmake --build build --target batchlab-rank)",
-      found.status().message()));
+  return NotFoundError(
+      fmt::format("{}; it is built next to `batchlab` (cmake --build build --target batchlab-rank)",
+                  found.status().message()));
 }
 
 Status ValidateWithRunner(const std::string& runner, const nlohmann::json& config) {
-  boost::system::error_code ec;
-  fs::path dir = fs::temp_directory_path(ec) / fs::unique_path("batchlab-validate-%%%%-%%%%", ec);
-  fs::create_directories(dir, ec);
-  if (ec)
-    return InternalError(fmt::format("cannot create a temporary directory: {}", ec.message()));
-  nlohmann::json c = config;
-  c["attempt"] = 1;
-  c["metrics_path"] = (dir / "metrics.jsonl").string();
-  std::string path = (dir / "config.json").string();
-  std::ofstream(path) << c.dump(2) << "\n";
-  auto r = RunCapturedCommand({runner, "--validate", "--config", path});
-  fs::remove_all(dir, ec);
-  if (!r.ok()) return r.status();
-  if (r->exit_code == 0) return OkStatus();
-  std::string msg = r->err.empty() ? r->out : r->err;
-  while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-  if (r->exit_code == 2) {
-    return InvalidArgumentError(
-        fmt::format("batchlab-runner rejects the resolved config: {}", msg));
-  }
-  return UnavailableError(fmt::format("`{} --validate` exited {}: {}", runner, r->exit_code, msg));
+  return ValidateWithCommand({runner}, "batchlab-runner", "", config);
 }
 
 }  // namespace batchlab::orchestrator
