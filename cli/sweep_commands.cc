@@ -21,6 +21,7 @@
 
 #include "cli/commands.h"
 #include "cli/live_status.h"
+#include "orchestrator/config_validation.h"
 #include "orchestrator/expansion.h"
 #include "orchestrator/local_launcher.h"
 #include "orchestrator/runner_locator.h"
@@ -62,6 +63,8 @@ struct PlanFlags {
   std::optional<long long> max_runs;
   std::string format = "table";
   bool json = false;  // the old spelling of --format json
+  std::string runner;
+  bool no_validate = false;
 };
 
 StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& path,
@@ -100,22 +103,6 @@ StatusOr<orch::LaunchTools> LocateTools(const orch::Plan& plan, const std::strin
   return tools;
 }
 
-// Asks each program that can check a config (the built-in runner; a user program with
-// "validate": true) about the first run it would train.
-Status ValidatePrograms(const orch::Plan& plan, const orch::LaunchTools& tools) {
-  std::set<std::string> asked;
-  for (const auto& r : plan.runs) {
-    const std::string key = r.program.builtin ? "" : nlohmann::json(r.program.command).dump();
-    if (!asked.insert(key).second) continue;
-    if (r.program.builtin) {
-      BATCHLAB_RETURN_IF_ERROR(orch::ValidateWithRunner(tools.runner, r.config));
-    } else {
-      BATCHLAB_RETURN_IF_ERROR(orch::ValidateWithProgram(r.program, r.config));
-    }
-  }
-  return OkStatus();
-}
-
 // "batchlab-runner /path" or the user programs' commands, for the start line.
 std::string ProgramsText(const orch::Plan& plan, const orch::LaunchTools& tools) {
   std::set<std::string> names;
@@ -139,7 +126,10 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
   auto& [spec, plan] = loaded;
   if (f.slots < 1) return InvalidArgumentError("--slots: must be at least 1");
   BATCHLAB_ASSIGN_OR_RETURN(orch::LaunchTools tools, LocateTools(plan, f.runner));
-  if (!f.no_validate) BATCHLAB_RETURN_IF_ERROR(ValidatePrograms(plan, tools).WithContext(f.spec_path));
+  if (!f.no_validate) {
+    BATCHLAB_RETURN_IF_ERROR(
+        orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env).WithContext(f.spec_path));
+  }
   std::unique_ptr<orch::Launcher> launcher;
   if (f.backend == "local") {
     orch::LocalLaunchSettings s;
@@ -215,6 +205,26 @@ std::string ParamsText(const orch::PlannedRun& r) {
 Status PlanSweep(const PlanFlags& f) {
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
   auto& [spec, plan] = loaded;
+  // Every resolved config is judged as `sweep run` would judge it; without a built-in runner
+  // the plan is still printed, with a note.
+  if (!f.no_validate) {
+    orch::LaunchTools tools;
+    const bool builtin = std::any_of(plan.runs.begin(), plan.runs.end(),
+                                     [](const orch::PlannedRun& r) { return r.program.builtin; });
+    if (builtin || !f.runner.empty()) {
+      StatusOr<std::string> runner = orch::LocateRunner(f.runner);
+      if (runner.ok()) {
+        tools.runner = *runner;
+      } else if (!f.runner.empty()) {
+        return runner.status();
+      } else {
+        fmt::print(stderr, "note: the built-in runner's configs were not validated: {}\n",
+                   runner.status().message());
+      }
+    }
+    BATCHLAB_RETURN_IF_ERROR(
+        orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env).WithContext(f.spec_path));
+  }
   std::vector<orch::QueuedJob> jobs;
   double slot_seconds = 0;
   for (const auto& r : plan.runs) {
@@ -313,7 +323,8 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   run->add_flag("--new-version", run_flags->new_version,
                 "Record a changed spec as a new version of the sweep");
   run->add_flag("--no-validate", run_flags->no_validate,
-                "Skip `batchlab-runner --validate` of the first resolved config");
+                "Skip validating the resolved configs (batchlab-runner --validate-batch; user "
+                "programs with validate: true)");
   run->callback([run_flags, &ctx] { ctx.status = RunSweep(*run_flags, ctx); });
 
   auto plan_flags = std::make_shared<PlanFlags>();
@@ -325,6 +336,11 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   AddFormatOption(*plan, plan_flags->format, {"table", "csv", "json"},
                   "table, csv (the runs) or json (with resolved configs)");
   plan->add_flag("--json", plan_flags->json, "Same as --format json")->group("");  // old spelling
+  plan->add_option("--runner", plan_flags->runner,
+                   "batchlab-runner that validates the resolved configs (default: as for run)");
+  plan->add_flag("--no-validate", plan_flags->no_validate,
+                 "Skip validating the resolved configs (batchlab-runner --validate-batch; user "
+                 "programs with validate: true)");
   plan->callback([plan_flags, &ctx] { ctx.status = PlanSweep(*plan_flags); });
 
   auto list_format = std::make_shared<std::string>("table");

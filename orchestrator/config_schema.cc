@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/json_guard.h"
 #include "orchestrator/spec_bounds.h"
 
 namespace batchlab::orchestrator {
@@ -178,6 +179,11 @@ bool InRange(const Field& f, double v) {
   return true;
 }
 
+// A JSON string literal of `s` (quotes, control characters escaped).
+std::string Escaped(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 Status Invalid(const std::string& where, const json& value, const std::string& what) {
   return InvalidArgumentError(fmt::format("{}: {} {}", where, value.dump(), what));
 }
@@ -247,7 +253,7 @@ Status Check(const Field& f, const json& v, const std::string& where) {
             f.kind == Kind::kObjectOrNull ? "is not an object or null" : "is not an object");
       }
       for (auto it = v.begin(); it != v.end(); ++it) {
-        std::string sub = where.empty() ? it.key() : where + "." + it.key();
+        std::string sub = JoinPath(where, it.key());
         const Field* child = FindChild(f, it.key());
         if (child == nullptr) {
           return InvalidArgumentError(
@@ -312,7 +318,7 @@ Status ValidateConfigValue(const std::string& dotted_path, const json& value,
     const Field* child = FindChild(*f, part);
     if (child == nullptr) {
       return InvalidArgumentError(
-          fmt::format("{}: \"{}\" is not a config field; allowed {}: {}", where, dotted_path,
+          fmt::format("{}: {} is not a config field; allowed {}: {}", where, Escaped(dotted_path),
                       walked.empty() ? "at the top level" : "under " + walked, AllowedNames(*f)));
     }
     const bool top = walked.empty();
@@ -328,8 +334,8 @@ Status ValidateConfigValue(const std::string& dotted_path, const json& value,
     }
     if (dot == std::string::npos) break;
     if (f->kind != Kind::kObject && f->kind != Kind::kObjectOrNull) {
-      return InvalidArgumentError(fmt::format(
-          "{}: \"{}\" is not an object, so \"{}\" has no fields", where, walked, dotted_path));
+      return InvalidArgumentError(fmt::format("{}: \"{}\" is not an object, so {} has no fields",
+                                              where, walked, Escaped(dotted_path)));
     }
     start = dot + 1;
   }
@@ -339,7 +345,7 @@ Status ValidateConfigValue(const std::string& dotted_path, const json& value,
 Status ValidateConfigObject(const json& base, const std::string& where, bool user_program) {
   if (!base.is_object()) return Invalid(where, base, "is not an object");
   for (auto it = base.begin(); it != base.end(); ++it) {
-    std::string sub = where.empty() ? it.key() : where + "." + it.key();
+    std::string sub = JoinPath(where, it.key());
     if (IsDerivedField(it.key())) {
       return InvalidArgumentError(
           fmt::format("{}: derived by the orchestrator and cannot be set (see docs/spec.md)", sub));

@@ -80,9 +80,9 @@ StatusOr<double> ConstraintBound(const Constraint& c, const json& config) {
     const json* v = FindPath(config, c.value_of);
     if (v == nullptr || !v->is_number()) {
       return InvalidArgumentError(
-          fmt::format("{}.value_of: \"{}\" is not a numeric config field (or dataset_size, "
+          fmt::format("{}.value_of: {} is not a numeric config field (or dataset_size, "
                       "sqrt(dataset_size))",
-                      c.label, c.value_of));
+                      c.label, json(c.value_of).dump()));
     }
     base = v->get<double>();
   }
@@ -104,22 +104,23 @@ StatusOr<bool> Satisfies(const Constraint& c, const json& config) {
   const json* field = FindPath(config, c.field);
   if (field == nullptr) {
     return InvalidArgumentError(
-        fmt::format("{}.field: \"{}\" is not a field of the resolved "
+        fmt::format("{}.field: {} is not a field of the resolved "
                     "config (see docs/spec.md)",
-                    c.label, c.field));
+                    c.label, json(c.field).dump()));
   }
   if (c.value_of.empty() && c.value.is_string()) {
     if (!field->is_string()) {
       return InvalidArgumentError(
           fmt::format("{}.value: compares a string with the non-string "
-                      "field \"{}\"",
-                      c.label, c.field));
+                      "field {}",
+                      c.label, json(c.field).dump()));
     }
     return Compare(field->get<std::string>(), c.op, c.value.get<std::string>());
   }
   if (!field->is_number()) {
-    return InvalidArgumentError(fmt::format(
-        "{}: field \"{}\" is not numeric; compare it with a string value", c.label, c.field));
+    return InvalidArgumentError(
+        fmt::format("{}: field {} is not numeric; compare it with a string value", c.label,
+                    json(c.field).dump()));
   }
   double bound = 0;
   if (c.value_of.empty()) {
@@ -376,6 +377,7 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
     run.expected_seconds = ExpectedSeconds(spec, config, static_cast<int>(world));
     run.scaled_lr = ScaledLr(config);
     run.params = std::move(params);
+    run.sources = std::move(p.where);
     run.config = std::move(config);
     run.program = std::move(program);
     plan.runs.push_back(std::move(run));

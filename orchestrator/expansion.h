@@ -35,7 +35,8 @@ struct PlannedRun {
   // The resolved config (docs/protocol.md) with run_id; attempt and metrics_path are added
   // per attempt at launch.
   nlohmann::json config;
-  std::map<std::string, std::string> params;  // swept path -> JSON text; always has "seed"
+  std::map<std::string, std::string> params;   // swept path -> JSON text; always has "seed"
+  std::map<std::string, std::string> sources;  // swept path -> spec JSON path ("axes.x[1]")
   int world_size = 1;
   int slots = 1;                // world_size x slots_per_rank: cores the run occupies
   double expected_seconds = 1;  // for longest-first packing and the first ETA

@@ -72,15 +72,7 @@ class GuardSax {
   std::string Path() const {
     std::string out;
     for (const Frame& f : stack_) {
-      if (f.array) {
-        out += fmt::format("[{}]", f.index);
-      } else if (f.key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                         "0123456789_.$-") == std::string::npos &&
-                 !f.key.empty()) {
-        out += (out.empty() ? "" : ".") + f.key;
-      } else {
-        out += "[" + json(f.key).dump(-1, ' ', true, json::error_handler_t::replace) + "]";
-      }
+      out = f.array ? out + fmt::format("[{}]", f.index) : JoinPath(out, f.key);
     }
     return out.empty() ? "(top level)" : out;
   }
@@ -90,6 +82,14 @@ class GuardSax {
 };
 
 }  // namespace
+
+std::string JoinPath(const std::string& parent, const std::string& key) {
+  const bool plain = !key.empty() && key.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789_.$-") == std::string::npos;
+  if (plain) return parent.empty() ? key : parent + "." + key;
+  return parent + "[" + json(key).dump(-1, ' ', false, json::error_handler_t::replace) + "]";
+}
 
 Status CheckJsonText(const std::string& text) {
   if (text.size() > kMaxSpecBytes) {

@@ -22,6 +22,11 @@ constexpr int kMaxJsonDepth = 64;           // nested objects and arrays
 
 Status CheckJsonText(const std::string& text);
 
+// The JSON path of `key` inside `parent` for messages: parent.key, or parent["k\u0000y"] (JSON
+// escaped) when the key is empty or holds anything but letters, digits and _ . $ -, so a
+// hostile key never puts control characters or a misleading path into a message.
+std::string JoinPath(const std::string& parent, const std::string& key);
+
 }  // namespace batchlab::orchestrator
 
 #endif  // BATCHLAB_ORCHESTRATOR_JSON_GUARD_H_

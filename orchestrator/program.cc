@@ -150,13 +150,9 @@ StatusOr<int> FreeTcpPort(const std::vector<int>& taken) {
   return UnavailableError("no free TCP port found on 127.0.0.1");
 }
 
-Status ValidateWithProgram(const Program& program, const json& config) {
-  if (program.builtin || !program.validate) return OkStatus();
-  return ValidateWithCommand(program.command, program.command.back(), program.workdir, config);
-}
-
 Status ValidateWithCommand(const std::vector<std::string>& command, const std::string& who,
-                           const std::string& workdir, const json& config) {
+                           const std::string& workdir, const json& config,
+                           const std::map<std::string, std::string>& env) {
   boost::system::error_code ec;
   fs::path dir = fs::temp_directory_path(ec) / fs::unique_path("batchlab-validate-%%%%-%%%%", ec);
   fs::create_directories(dir, ec);
@@ -170,7 +166,9 @@ Status ValidateWithCommand(const std::vector<std::string>& command, const std::s
   std::ofstream(path) << c.dump(2) << "\n";
   std::vector<std::string> argv = command;
   argv.insert(argv.end(), {"--validate", "--config", path});
-  auto r = RunCapturedCommand(argv, {{"BATCHLAB_CONFIG", path}}, workdir);
+  std::map<std::string, std::string> command_env = env;
+  command_env["BATCHLAB_CONFIG"] = path;
+  auto r = RunCapturedCommand(argv, command_env, workdir);
   fs::remove_all(dir, ec);
   if (!r.ok()) return r.status();
   if (r->exit_code == 0) return OkStatus();

@@ -71,17 +71,15 @@ std::map<std::string, std::string> ProgramEnvironment(const std::string& config_
 // A TCP port on 127.0.0.1 that nothing listens on now (the kernel's choice), avoiding `taken`.
 StatusOr<int> FreeTcpPort(const std::vector<int>& taken = {});
 
-// Asks a user program with `validate: true` whether it accepts `config` (see
-// ValidateWithCommand); any other program is not asked.
-Status ValidateWithProgram(const Program& program, const nlohmann::json& config);
-
 // Runs `command --validate --config FILE` in `workdir` on a copy of `config` (with attempt and
-// metrics_path filled in, in a temporary folder). Exit 0 accepts it; exit 2 becomes
-// INVALID_ARGUMENT "<who> rejects the resolved config: <its message>"; any other exit UNAVAILABLE
-// naming the command.
-// Shared by the built-in runner (runner_locator.h) and user programs.
+// metrics_path filled in, in a temporary folder), with `env` and BATCHLAB_CONFIG added to the
+// environment. Exit 0 accepts it; exit 2 becomes INVALID_ARGUMENT "<who> rejects the resolved
+// config: <its message>"; any other exit UNAVAILABLE naming the command.
+// Used for user programs with `validate: true` (config_validation.h; the built-in runner
+// validates a whole plan at once with --validate-batch).
 Status ValidateWithCommand(const std::vector<std::string>& command, const std::string& who,
-                           const std::string& workdir, const nlohmann::json& config);
+                           const std::string& workdir, const nlohmann::json& config,
+                           const std::map<std::string, std::string>& env = {});
 
 // A regular file this process may execute.
 bool IsExecutableFile(const std::string& path);

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -65,10 +64,6 @@ StatusOr<std::string> LocateRankExec(const std::string& self_exe) {
   return NotFoundError(
       fmt::format("{}; it is built next to `batchlab` (cmake --build build --target batchlab-rank)",
                   found.status().message()));
-}
-
-Status ValidateWithRunner(const std::string& runner, const nlohmann::json& config) {
-  return ValidateWithCommand({runner}, "batchlab-runner", "", config);
 }
 
 }  // namespace batchlab::orchestrator

@@ -12,8 +12,6 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "base/status.h"
 
 namespace batchlab::orchestrator {
@@ -24,11 +22,6 @@ StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& s
 
 // An absolute path to batchlab-rank (program.h): next to the running `batchlab`, then PATH.
 StatusOr<std::string> LocateRankExec(const std::string& self_exe = "");
-
-// Asks the runner itself whether it accepts `config` (a resolved config without attempt and
-// metrics_path): `batchlab-runner --validate --config FILE`. Exit 2 from the runner becomes
-// INVALID_ARGUMENT carrying its message; a runner that cannot start is UNAVAILABLE.
-Status ValidateWithRunner(const std::string& runner, const nlohmann::json& config);
 
 }  // namespace batchlab::orchestrator
 

@@ -34,7 +34,7 @@ Status OnlyKeys(const ordered_json& obj, const std::string& where,
     if (!ok) {
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      std::string path = where.empty() ? it.key() : where + "." + it.key();
+      std::string path = JoinPath(where, it.key());
       return Bad(path, "unknown field; allowed " +
                            (where.empty() ? std::string("at the top level") : "here") + ": " +
                            list);
@@ -96,8 +96,8 @@ Status CheckPathsDisjoint(const std::vector<std::pair<std::string, std::string>>
       const auto& b = paths[j].first;
       if (a == b || a.rfind(b + ".", 0) == 0 || b.rfind(a + ".", 0) == 0) {
         return Bad(paths[i].second,
-                   fmt::format("\"{}\" is already swept by {}; sweep each config field once", a,
-                               paths[j].second));
+                   fmt::format("{} is already swept by {}; sweep each config field once",
+                               json(a).dump(), paths[j].second));
       }
     }
   }
@@ -125,7 +125,7 @@ Status ParseAxes(const ordered_json& doc, Spec* spec,
     const auto& axes = doc["axes"];
     if (!axes.is_object()) return Bad("axes", "is not an object of \"path\": [values]");
     for (auto it = axes.begin(); it != axes.end(); ++it) {
-      std::string where = "axes." + it.key();
+      std::string where = JoinPath("axes", it.key());
       BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(spec->user_program, it.key(), it.value(), where));
       paths->emplace_back(it.key(), where);
       spec->axes.push_back(Axis{{std::move(col)}});
@@ -141,7 +141,7 @@ Status ParseAxes(const ordered_json& doc, Spec* spec,
       }
       Axis axis;
       for (auto it = zip[g].begin(); it != zip[g].end(); ++it) {
-        std::string where = gwhere + "." + it.key();
+        std::string where = JoinPath(gwhere, it.key());
         BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(spec->user_program, it.key(), it.value(), where));
         if (!axis.columns.empty() && col.values.size() != axis.size()) {
           return Bad(where, fmt::format("has {} values but {} has {}; zipped lists must have "
@@ -173,7 +173,7 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
     return Bad("random.params", "must be a non-empty object of \"path\": {distribution}");
   }
   for (auto it = r["params"].begin(); it != r["params"].end(); ++it) {
-    std::string where = "random.params." + it.key();
+    std::string where = JoinPath("random.params", it.key());
     const auto& d = it.value();
     if (!d.is_object() || d.size() != 1) {
       return Bad(where,
@@ -235,7 +235,8 @@ Status ParseConstraints(const ordered_json& c, Spec* spec) {
     if (!e.contains("op")) return Bad(where + ".op", "is missing");
     BATCHLAB_ASSIGN_OR_RETURN(k.op, String(e["op"], where + ".op"));
     if (!kOps.count(k.op)) {
-      return Bad(where + ".op", fmt::format("\"{}\" is not one of <, <=, >, >=, ==, !=", k.op));
+      return Bad(where + ".op",
+                 fmt::format("{} is not one of <, <=, >, >=, ==, !=", json(k.op).dump()));
     }
     if (e.contains("value") == e.contains("value_of")) {
       return Bad(where, "needs exactly one of \"value\" (a literal) or \"value_of\"");
@@ -332,7 +333,8 @@ Status ParseLaunch(const ordered_json& l, LaunchSettings* out) {
   if (l.contains("env")) {
     if (!l["env"].is_object()) return Bad("launch.env", "is not an object of \"NAME\": \"value\"");
     for (auto it = l["env"].begin(); it != l["env"].end(); ++it) {
-      BATCHLAB_ASSIGN_OR_RETURN(out->env[it.key()], String(it.value(), "launch.env." + it.key()));
+      BATCHLAB_ASSIGN_OR_RETURN(out->env[it.key()],
+                                String(it.value(), JoinPath("launch.env", it.key())));
     }
     BATCHLAB_RETURN_IF_ERROR(CheckEnvironment(out->env, "launch.env"));
   }
@@ -422,9 +424,9 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
       spec->name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
                                    ".-") != std::string::npos ||
       spec->name[0] == '.') {
-    return Bad("name", fmt::format("\"{}\" is not 1-64 characters of A-Z a-z 0-9 _ . - (not "
+    return Bad("name", fmt::format("{} is not 1-64 characters of A-Z a-z 0-9 _ . - (not "
                                    "starting with .)",
-                                   spec->name));
+                                   json(spec->name).dump()));
   }
   if (doc.contains("description")) {
     BATCHLAB_ASSIGN_OR_RETURN(spec->description, String(doc["description"], "description"));

@@ -2,6 +2,7 @@
 //
 //   mpirun -np 2 batchlab-runner --config RUN_DIR/config.json
 //   batchlab-runner --validate --config config.json        # exit 0 or 2, trains nothing
+//   batchlab-runner --validate-batch configs.jsonl         # every line a config; exit 0 or 2
 //   batchlab-runner --config c.json --dump-params /tmp/p   # also writes /tmp/p.rank<r>
 //
 // Exit codes: 0 completed, 3 target reached, 4 diverged, 5 budget exhausted, 2 bad config,
@@ -41,6 +42,43 @@ void CheckOptimizerAndSchedule(const RunConfig& config) {
   MakeOptimizer(config.optimizer, params, lr.At(0));
 }
 
+// Everything --validate checks: the config, the optimizer and schedule, and that the data files
+// exist (a missing dataset must never be launched, nor retried).
+void CheckBeyondParsing(const RunConfig& config) {
+  CheckOptimizerAndSchedule(config);
+  if (config.mode == "train") CheckDatasetFiles(config.data);
+}
+
+// --validate-batch FILE: one LibTorch start for many configs (the orchestrator validates every
+// distinct resolved config of a sweep before launching any). Prints one JSON line
+// {"line": N, "error": "..."} on stdout per invalid config; 2 if any, else 0.
+int ValidateBatch(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw BadConfig("--validate-batch: cannot open \"" + path + "\"");
+  std::string text;
+  int invalid = 0;
+  for (int line = 1; std::getline(in, text); ++line) {
+    if (text.empty()) continue;
+    std::string error;
+    try {
+      CheckBeyondParsing(ParseRunConfig(nlohmann::json::parse(text), /*world_size=*/0));
+    } catch (const nlohmann::json::exception& e) {
+      error = std::string("not valid JSON: ") + e.what();
+    } catch (const RunnerError& e) {
+      if (e.kind() != RunnerError::Kind::kBadConfig) throw;
+      error = e.what();
+    }
+    if (!error.empty()) {
+      ++invalid;
+      std::cout << nlohmann::json{{"line", line}, {"error", error}}.dump(
+                       -1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
+    }
+  }
+  std::cout.flush();
+  return invalid > 0 ? 2 : 0;
+}
+
 // LibTorch multiplies matrices in the system BLAS; Debian's default libblas3 is the reference
 // implementation, which makes training several times slower. Says so once, on rank 0.
 void WarnIfReferenceBlas(int rank) {
@@ -68,11 +106,15 @@ void DumpParameters(const torch::Tensor& flat, const std::string& path) {
 
 int Main(int argc, char** argv, int& rank, int& world) {
   CLI::App app{"batchlab-runner: one rank of a data-parallel training job"};
-  std::string config_path, dump_path;
+  std::string config_path, dump_path, batch_path;
   bool validate = false;
-  app.add_option("--config", config_path, "resolved run config (JSON, docs/protocol.md)")
-      ->required();
+  auto* config_opt =
+      app.add_option("--config", config_path, "resolved run config (JSON, docs/protocol.md)");
   app.add_flag("--validate", validate, "check the config and exit 0 (valid) or 2 (invalid)");
+  app.add_option("--validate-batch", batch_path,
+                 "check every config of a JSON Lines file; print {\"line\", \"error\"} per "
+                 "invalid one; exit 0 (all valid) or 2")
+      ->excludes(config_opt);
   app.add_option("--dump-params", dump_path,
                  "debug: write each rank's final parameters (raw float32) to PATH.rank<r>");
   try {
@@ -82,14 +124,17 @@ int Main(int argc, char** argv, int& rank, int& world) {
     return code == 0 ? 0 : 2;
   }
 
+  if (!batch_path.empty()) return ValidateBatch(batch_path);
+  if (config_path.empty()) throw BadConfig("--config: required (the resolved run config)");
+
   const RankInfo where = RankInfoFromEnvironment();
   rank = where.rank;
   world = where.world_size;
-  RunConfig config = LoadRunConfig(config_path, validate ? 0 : where.world_size);
   if (validate) {
-    CheckOptimizerAndSchedule(config);
+    CheckBeyondParsing(LoadRunConfig(config_path, /*world_size=*/0));
     return 0;
   }
+  RunConfig config = LoadRunConfig(config_path, where.world_size);
 
   torch::set_num_threads(static_cast<int>(config.threads));
   WarnIfReferenceBlas(rank);

@@ -46,7 +46,7 @@ bool ParseNumber(const std::string& cell, double& out) {
 CsvTable ReadCsvFile(const std::string& path, int64_t label_column, bool classification) {
   std::ifstream in(path);
   if (!in) {
-    throw RunnerError(RunnerError::Kind::kData,
+    throw RunnerError(RunnerError::Kind::kBadConfig,  // exit 2: a retry would not find it
                       "data file \"" + path + "\" cannot be opened; check data.path");
   }
   std::vector<float> features;

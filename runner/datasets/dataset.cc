@@ -1,6 +1,8 @@
 // LoadDataset: dispatch by data.name, normalization, and the checks every dataset shares.
 #include "runner/datasets/dataset.h"
 
+#include <fstream>
+
 #include "runner/datasets/csv_file.h"
 #include "runner/datasets/idx_file.h"
 #include "runner/datasets/synthetic_linear.h"
@@ -13,6 +15,7 @@ RunnerError DataError(const std::string& what) {
   return RunnerError(RunnerError::Kind::kData, what);
 }
 
+// A missing file is a bad config (exit 2, never retried): no second attempt would find it.
 std::string RequireIdx(const std::string& dir, const std::string& stem, const std::string& name) {
   const std::string found = FindIdxFile(dir + "/" + stem);
   if (found.empty()) {
@@ -20,10 +23,21 @@ std::string RequireIdx(const std::string& dir, const std::string& stem, const st
                           ? "install it with `apt-get install dataset-fashion-mnist` or set "
                             "data.path to a folder holding the four IDX files"
                           : "check data.path";
-    throw DataError("data.path: " + stem + "[.gz] not found in \"" + dir + "\" (data.name \"" +
+    throw BadConfig("data.path: " + stem + "[.gz] not found in \"" + dir + "\" (data.name \"" +
                     name + "\"); " + fix);
   }
   return found;
+}
+
+constexpr const char* kIdxStems[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                     "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+
+void RequireReadable(const std::string& path, const char* field) {
+  if (!std::ifstream(path)) {
+    throw BadConfig(std::string(field) + ": \"" + path +
+                    "\" cannot be opened; check the path (relative paths are relative to the "
+                    "attempt folder)");
+  }
 }
 
 // images uint8 [N, H, W] (or [N, H, W, C]) and labels uint8 [N] -> rows of floats in [0, 1].
@@ -100,6 +114,17 @@ Dataset LoadCsv(const DataConfig& c) {
 }
 
 }  // namespace
+
+void CheckDatasetFiles(const DataConfig& config) {
+  if (config.name == "synthetic-linear") return;
+  if (config.name == "csv") {
+    RequireReadable(config.path, "data.path");
+    if (!config.test_path.empty()) RequireReadable(config.test_path, "data.test_path");
+    return;
+  }
+  const std::string dir = config.path.empty() ? kFashionMnistDir : config.path;
+  for (const char* stem : kIdxStems) RequireIdx(dir, stem, config.name);
+}
 
 Dataset LoadDataset(const DataConfig& config) {
   Dataset d;

@@ -43,8 +43,13 @@ struct Dataset {
 // The folder the Debian package dataset-fashion-mnist installs.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
+// Checks that the files `config` names exist and can be opened, without reading them (for
+// --validate). Throws RunnerError kBadConfig naming data.path or data.test_path.
+void CheckDatasetFiles(const DataConfig& config);
+
 // Loads the dataset `config` names. Every rank loads the same full set and then reads its own
-// shard (shard_sampler.h). A missing or corrupt file throws RunnerError kData naming the file.
+// shard (shard_sampler.h). A missing file throws RunnerError kBadConfig (exit 2: no retry would
+// find it), a corrupt one kData, naming the file.
 Dataset LoadDataset(const DataConfig& config);
 
 }  // namespace batchlab::runner

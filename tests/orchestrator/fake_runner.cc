@@ -23,7 +23,9 @@
 //                                  then goes on lower), nan (NaN/Infinity tokens), huge (a 2 MiB
 //                                  line); end-hang: after the end line (written with a low seq),
 //                                  it hangs instead of exiting
-// `--validate --config FILE` exits 0 (2 if FAKE_RUNNER_INVALID is set).
+// `--validate --config FILE` exits 0 (2 if FAKE_RUNNER_INVALID is set); `--validate-batch FILE`
+// (JSON Lines of configs) prints {"line", "error"} for each config it rejects and exits 2 if any:
+// all of them if FAKE_RUNNER_INVALID is set, those with batch_size FAKE_RUNNER_INVALID_BATCH.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -59,6 +61,28 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+int ValidateBatch(const std::string& path) {
+  std::ifstream in(path);
+  const char* bad_batch = std::getenv("FAKE_RUNNER_INVALID_BATCH");
+  std::string text;
+  int invalid = 0;
+  for (int line = 1; std::getline(in, text); ++line) {
+    nlohmann::json config = nlohmann::json::parse(text, nullptr, false);
+    std::string error;
+    if (std::getenv("FAKE_RUNNER_INVALID") != nullptr) {
+      error = "fake: FAKE_RUNNER_INVALID is set";
+    } else if (bad_batch != nullptr && config.is_object() &&
+               config.value("batch_size", -1) == std::atoi(bad_batch)) {
+      error = "batch_size: " + std::string(bad_batch) + " is rejected (FAKE_RUNNER_INVALID_BATCH)";
+    }
+    if (!error.empty()) {
+      ++invalid;
+      std::printf("%s\n", nlohmann::json{{"line", line}, {"error", error}}.dump().c_str());
+    }
+  }
+  return invalid > 0 ? 2 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +92,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--config" && i + 1 < argc) config_path = argv[++i];
     if (a == "--validate") validate = true;
+    if (a == "--validate-batch" && i + 1 < argc) return ValidateBatch(argv[i + 1]);
   }
   std::ifstream in(config_path);
   if (!in) {

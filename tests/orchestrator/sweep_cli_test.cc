@@ -471,5 +471,34 @@ TEST_F(SweepCliTest, ResumeAfterKill9LosesNoRunDuplicatesNoneAndKeepsAttemptsApa
             Query("SELECT count(*) FROM runs WHERE attempt = 2"));
 }
 
+// Every resolved config is validated before anything launches (issue 10): an invalid value in
+// the second axis position used to be launched, fail and be retried.
+TEST_F(SweepCliTest, AConfigTheRunnerRejectsInAnyAxisPositionExits2BeforeAnythingLaunches) {
+  const std::string pids = dir_.path() + "/pids";
+  fs::create_directories(pids);
+  std::string spec = WriteSpec("s.json", Spec("s",
+                                              fmt::format(R"("FAKE_RUNNER_INVALID_BATCH": "128",
+                                        "FAKE_RUNNER_PID_DIR": "{}")",
+                                                          pids),
+                                              R"(, "resources": {"retries": 3})"));
+  CliResult r = Cli(RunArgs(spec));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("axes.batch_size[1]: the run with batch_size=128, nodes=1, seed=1 is "
+                       "rejected by batchlab-runner: batch_size: 128 is rejected"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(and 1 more of the 4 distinct resolved configs)"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(Db()));
+  EXPECT_FALSE(fs::exists(Runs()));
+  EXPECT_TRUE(fs::is_empty(pids));  // no rank ever started
+
+  CliResult plan = Cli({"sweep", "plan", spec, "--runner", FAKE_RUNNER});
+  EXPECT_EQ(plan.exit_code, 2) << plan.err;
+  EXPECT_NE(plan.err.find("axes.batch_size[1]: the run with batch_size=128"), std::string::npos)
+      << plan.err;
+  EXPECT_EQ(Cli({"sweep", "plan", spec, "--runner", FAKE_RUNNER, "--no-validate"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace batchlab::orchestrator
