@@ -104,8 +104,13 @@ Status ValidateRunsWithRunner(const std::string& runner, const std::vector<Plann
     }
     if (!out) return InternalError(fmt::format("cannot write {}", lines_path));
   }
-  BATCHLAB_ASSIGN_OR_RETURN(CommandResult r,
-                            RunCapturedCommand({runner, "--validate-batch", lines_path}, env));
+  // In an empty folder, as a run starts in its fresh attempt folder: a relative data path is
+  // judged as the run would see it.
+  const std::string cwd = (dir.path() / "cwd").string();
+  boost::system::error_code ec;
+  fs::create_directories(cwd, ec);
+  BATCHLAB_ASSIGN_OR_RETURN(
+      CommandResult r, RunCapturedCommand({runner, "--validate-batch", lines_path}, env, cwd));
   if (r.exit_code == 0) return OkStatus();
   std::string err = r.err;
   while (!err.empty() && err.back() == '\n') err.pop_back();

@@ -13,6 +13,7 @@ packages=(
   libcpp-httplib-dev         # `batchlab ui`: the live report server
   chromium                   # the browser test (tests/browser) opens the report headless
   nodejs                     # the report's charting library and the browser test driver (web/)
+  clang libclang-rt-14-dev   # the ASan/UBSan tree and the libFuzzer targets (scripts/sanitize.sh)
   dataset-fashion-mnist
   slurm-wlm munge
   python3-torch                 # clients/python tests and examples/pytorch-ddp (never linked by batchlab)

@@ -121,12 +121,24 @@ TEST(DatasetTest, MissingDatasetNamesThePathAndTheFix) {
     LoadDataset(c);
     FAIL() << "no error";
   } catch (const RunnerError& e) {
-    EXPECT_EQ(e.kind(), RunnerError::Kind::kData);
-    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_EQ(e.kind(), RunnerError::Kind::kBadConfig);  // exit 2: never retried
+    EXPECT_EQ(e.exit_code(), 2);
     const std::string m = e.what();
     EXPECT_NE(m.find("/nonexistent/fmnist"), std::string::npos) << m;
     EXPECT_NE(m.find("train-images-idx3-ubyte"), std::string::npos) << m;
   }
+  // CheckDatasetFiles (for --validate) says the same without loading anything.
+  try {
+    CheckDatasetFiles(c);
+    FAIL() << "no error";
+  } catch (const RunnerError& e) {
+    EXPECT_EQ(e.kind(), RunnerError::Kind::kBadConfig);
+    EXPECT_NE(std::string(e.what()).find("data.path"), std::string::npos) << e.what();
+  }
+  DataConfig synthetic;
+  synthetic.name = "synthetic-linear";
+  EXPECT_NO_THROW(CheckDatasetFiles(synthetic));
+  EXPECT_NO_THROW(CheckDatasetFiles(DataConfig{}));  // the installed Fashion-MNIST
 }
 
 TEST(DatasetTest, UserIdxFolderWithTheFashionMnistLayout) {

@@ -163,15 +163,57 @@ TEST_F(RunnerBinaryTest, ConfigErrorsExit2NamingTheJsonPath) {
   EXPECT_FALSE(fs::exists(metrics_));  // --validate trains and writes nothing
 }
 
-TEST_F(RunnerBinaryTest, MissingDatasetExits1AndLeavesNoFinishedLookingFile) {
+// A missing dataset is a bad config (exit 2): no retry would find it (issue 10).
+TEST_F(RunnerBinaryTest, MissingDatasetExits2AndLeavesNoFinishedLookingFile) {
   json c = Quickstart();
   c["data"]["path"] = dir_ + "/no-such-folder";
-  EXPECT_EQ(Run(c, "missing"), 1);
+  EXPECT_EQ(Run(c, "missing"), 2);
   EXPECT_NE(err_.find("no-such-folder"), std::string::npos) << err_;
   EXPECT_NE(err_.find("train-images-idx3-ubyte"), std::string::npos) << err_;
   if (fs::exists(metrics_)) {
     for (const json& l : Lines()) EXPECT_NE(l["kind"], "end");
   }
+}
+
+// One process judges many configs: every invalid line is reported with its number.
+TEST_F(RunnerBinaryTest, ValidateBatchChecksEveryConfigAndTheDataFiles) {
+  json fp16 = Quickstart(), no_path = Quickstart(), missing = Quickstart(), csv = Quickstart();
+  fp16["precision"] = "fp16";
+  no_path["data"] = {{"name", "idx"}};
+  missing["data"]["path"] = dir_ + "/no-such-folder";
+  csv["data"] = {{"name", "csv"}, {"path", dir_ + "/no.csv"}};
+  const std::string lines = dir_ + "/configs.jsonl";
+  {
+    std::ofstream out(lines);
+    for (const json& c : {Quickstart(), fp16, no_path, Quickstart(), missing, csv}) {
+      out << c.dump() << "\n";
+    }
+  }
+  const std::string out_path = dir_ + "/batch.out";
+  const std::string cmd = std::string(BATCHLAB_RUNNER_BIN) + " --validate-batch " + lines +
+                          " >" + out_path + " 2>" + dir_ + "/batch.err";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  std::vector<json> rejected;
+  std::ifstream in(out_path);
+  std::string line;
+  while (std::getline(in, line)) rejected.push_back(json::parse(line));
+  ASSERT_EQ(rejected.size(), 4u);
+  EXPECT_EQ(rejected[0]["line"], 2);
+  EXPECT_NE(rejected[0]["error"].get<std::string>().find("precision: \"fp16\""), std::string::npos);
+  EXPECT_EQ(rejected[1]["line"], 3);
+  EXPECT_EQ(rejected[1]["error"].get<std::string>().rfind("data.path:", 0), 0u);
+  EXPECT_EQ(rejected[2]["line"], 5);
+  EXPECT_NE(rejected[2]["error"].get<std::string>().find("no-such-folder"), std::string::npos);
+  EXPECT_EQ(rejected[3]["line"], 6);
+  EXPECT_EQ(rejected[3]["error"].get<std::string>().rfind("data.path:", 0), 0u);
+
+  std::ofstream(lines) << Quickstart().dump() << "\n" << Quickstart().dump() << "\n";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  // The single-config --validate checks the data files too.
+  EXPECT_EQ(Run(missing, "missing-validate", "--validate"), 2);
+  EXPECT_NE(err_.find("data.path"), std::string::npos) << err_;
 }
 
 TEST_F(RunnerBinaryTest, TargetReachedExits3AndNoopExits0) {
