@@ -179,11 +179,6 @@ bool InRange(const Field& f, double v) {
   return true;
 }
 
-// A JSON string literal of `s` (quotes, control characters escaped).
-std::string Escaped(const std::string& s) {
-  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 Status Invalid(const std::string& where, const json& value, const std::string& what) {
   return InvalidArgumentError(fmt::format("{}: {} {}", where, value.dump(), what));
 }

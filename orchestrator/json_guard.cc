@@ -88,7 +88,11 @@ std::string JoinPath(const std::string& parent, const std::string& key) {
                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                          "0123456789_.$-") == std::string::npos;
   if (plain) return parent.empty() ? key : parent + "." + key;
-  return parent + "[" + json(key).dump(-1, ' ', false, json::error_handler_t::replace) + "]";
+  return parent + "[" + Escaped(key) + "]";
+}
+
+std::string Escaped(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Status CheckJsonText(const std::string& text) {

@@ -27,6 +27,10 @@ Status CheckJsonText(const std::string& text);
 // hostile key never puts control characters or a misleading path into a message.
 std::string JoinPath(const std::string& parent, const std::string& key);
 
+// `s` as a JSON string literal for messages: quoted, control characters escaped, invalid UTF-8
+// replaced.
+std::string Escaped(const std::string& s);
+
 }  // namespace batchlab::orchestrator
 
 #endif  // BATCHLAB_ORCHESTRATOR_JSON_GUARD_H_

@@ -403,10 +403,10 @@ Status CheckSweptParamsDeclared(const json& base,
     if (path.rfind("params.", 0) != 0) continue;
     if (FindPath(base, path) == nullptr) {
       const std::string name = path.substr(7);
-      return Bad(where, fmt::format("\"{}\" is not in base.params; declare it there with its "
-                                    "default value, e.g. \"base\": {{\"params\": {{\"{}\": "
+      return Bad(where, fmt::format("{} is not in base.params; declare it there with its "
+                                    "default value, e.g. \"base\": {{\"params\": {{{}: "
                                     "...}}}}",
-                                    path, name.substr(0, name.find('.'))));
+                                    Escaped(path), Escaped(name.substr(0, name.find('.')))));
     }
   }
   return OkStatus();
