@@ -164,6 +164,33 @@ TEST_F(CliBehaviourTest, MalformedTargetExits2NamingIt) {
   EXPECT_NE(unknown.err.find("test_accuracy"), std::string::npos) << unknown.err;  // the fix
 }
 
+TEST_F(CliBehaviourTest, TargetCountsAddUp) {
+  // A target on a metric some runs never logged still accounts for every run per batch size.
+  for (const std::string& target : {std::string("test_accuracy>=0.85"), std::string("loss<=0.5")}) {
+    const Result r = Run("analyze target --sweep synthetic --format csv --target '" + target + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::istringstream in(r.out);
+    std::string header;
+    std::getline(in, header);
+    EXPECT_EQ(header.rfind("batch_size,runs,reached,never_reached,diverged,failed,unfinished,"
+                           "no_metric,",
+                           0),
+              0u)
+        << header;
+    int rows = 0;
+    for (std::string line; std::getline(in, line); ++rows) {
+      std::vector<int> v;
+      std::istringstream cells(line);
+      for (std::string cell; v.size() < 8 && std::getline(cells, cell, ',');) {
+        v.push_back(std::stoi(cell));
+      }
+      ASSERT_EQ(v.size(), 8u) << line;
+      EXPECT_EQ(v[1], v[2] + v[3] + v[4] + v[5] + v[6] + v[7]) << target << ": " << line;
+    }
+    EXPECT_EQ(rows, 5) << r.out;
+  }
+}
+
 TEST_F(CliBehaviourTest, RecommendPicksTheClosedFormOptimum) {
   // One rank: time to target S(B) (c B + o) with S = S_min (1 + B_noise/B) is least at
   // B* = sqrt(o B_noise / c) = sqrt(2e-3 · 200 / 1e-4) ≈ 63 -> B=64 on the grid, at lr 0.1.
