@@ -7,6 +7,11 @@ first step and includes a final evaluation on 100 test samples; the baseline: af
 warm-up steps). Prints samples/s of both and their ratio, from one run of this script.
 
     python3 bench/runner/bench_runner.py --runner build/runner/batchlab-runner [--repeat 2]
+        [--json] [--quick]
+
+--json adds one JSON line per case for bench/run ({"row", "value", "baseline", "unit", ...}:
+value = the runner's samples/s (its better backend at 2 ranks), baseline = PyTorch's); --quick
+runs a quarter of the steps, once.
 
 Needs python3-torch (benchmark only). The best of --repeat runs of each is reported, because other
 work on the machine can only slow a run down.
@@ -70,11 +75,17 @@ def main():
     ap.add_argument("--runner", default=os.path.join(HERE, "../../build/runner/batchlab-runner"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--json", action="store_true", help="also print one JSON row per case")
+    ap.add_argument("--quick", action="store_true", help="a quarter of the steps, one repeat")
     args = ap.parse_args()
+    if args.quick:
+        args.repeat = 1
     print(f"{'model':5} {'batch':>5} {'ranks':>5} {'steps':>5} {'runner mpi':>11} {'runner gloo':>11} "
           f"{'pytorch':>9} {'ratio mpi':>9} {'ratio gloo':>10}   (samples/s)")
     with tempfile.TemporaryDirectory() as tmp:
         for model, batch, steps in CASES:
+            if args.quick:
+                steps = max(20, steps // 4)
             for ranks in (1, 2):
                 mpi, gloo, theirs = 0.0, 0.0, 0.0
                 for _ in range(args.repeat):  # interleaved, so all see the same machine load
@@ -88,6 +99,16 @@ def main():
                     gloo = mpi  # one rank communicates with nobody: the backend is not used
                 print(f"{model:5} {batch:5d} {ranks:5d} {steps:5d} {mpi:11.0f} {gloo:11.0f} "
                       f"{theirs:9.0f} {mpi / theirs:9.2f} {gloo / theirs:10.2f}", flush=True)
+                if args.json:
+                    best = max(mpi, gloo)
+                    print(json.dumps({
+                        "row": f"runner vs PyTorch DDP (gloo), {model} batch {batch}, {ranks} rank(s)",
+                        "value": round(best), "baseline": round(theirs), "unit": "samples/s",
+                        "baseline_name": "PyTorch " + ("DDP over gloo" if ranks > 1 else "plain module"),
+                        "reps": args.repeat, "goal": ">= 1.2x", "ok": best >= 1.2 * theirs,
+                        "note": f"best of {args.repeat}; runner backend "
+                                + ("mpi" if mpi >= gloo else "gloo") + f", {steps} steps"}),
+                          flush=True)
 
 
 if __name__ == "__main__":
