@@ -38,10 +38,13 @@ struct RunData {
   int nodes = 1;
   int world_size = 1;
   int64_t seed = 0;
-  int64_t parameters = 0;  // model size in scalars (from the runner's start line); 0 = unknown
-  std::string lr_rule;     // "none" | "linear" | "sqrt"
-  std::string optimizer;   // "sgd", "momentum", "lars", ...
-  std::string state;       // results::RunState name: "completed", "diverged", "failed", ...
+  // Facts of the runner's start line, stored with the run (docs/schema.md); 0 = unknown.
+  int64_t parameters = 0;       // model size in scalars
+  int64_t tokens_per_step = 0;  // tokens per optimizer step (language models)
+  double flops_per_step = 0;    // estimated training FLOPs per optimizer step
+  std::string lr_rule;          // "none" | "linear" | "sqrt"
+  std::string optimizer;        // "sgd", "momentum", "lars", ...
+  std::string state;            // results::RunState name: "completed", "diverged", "failed", ...
   std::map<std::string, Series> metrics;
 
   // The series of `name`, or nullptr when the run never logged it.

@@ -138,6 +138,7 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
         hit.seconds = ValueAt(*wall, hit.step);
       }
       hit.compute = hit.seconds * run.world_size;
+      hit.flops = static_cast<double>(hit.step) * run.flops_per_step;
       return hit;
     }
   }

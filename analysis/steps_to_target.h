@@ -62,6 +62,9 @@ struct TargetHit {
   double samples = 0;  // samples processed up to it (the `samples` metric, else step × B)
   double seconds = 0;  // training seconds up to it (Σ step_seconds, else the `seconds` metric)
   double compute = 0;  // world_size × seconds (rank-seconds)
+  // Training FLOPs to it: step × the run's stored flops_per_step; 0 when the run did not report
+  // it (compute is then known only in rank-seconds).
+  double flops = 0;
 };
 
 // The hit of one run. `seconds` sums step_seconds over steps <= step when the run logged it

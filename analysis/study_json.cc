@@ -34,6 +34,7 @@ json HitJson(const TargetHit& h) {
     j["samples"] = Num(h.samples);
     j["seconds"] = Num(h.seconds);
     j["compute"] = Num(h.compute);
+    j["flops"] = h.flops > 0 ? json(h.flops) : json(nullptr);
   }
   return j;
 }

@@ -69,17 +69,19 @@ std::vector<Table> TargetTables(const TargetSection& target) {
   const std::string tgt = target.target.ToString();
   Table runs{"target_runs",
              "Steps to target per run (" + tgt + ")",
-             {"run_id", "run", "status", "step", "samples", "seconds", "compute"},
+             {"run_id", "run", "status", "step", "samples", "seconds", "compute", "flops"},
              {},
              {}};
   for (const TargetHit& h : target.hits) {
     const bool ok = h.status == HitStatus::kReached;
     runs.rows.push_back({h.run_id, h.label, HitStatusName(h.status), ok ? I(h.step) : "",
-                         ok ? N(h.samples) : "", ok ? N(h.seconds) : "", ok ? N(h.compute) : ""});
+                         ok ? N(h.samples) : "", ok ? N(h.seconds) : "", ok ? N(h.compute) : "",
+                         ok && h.flops > 0 ? N(h.flops) : ""});
   }
   runs.notes.push_back(
       "seconds = training time to the first evaluation meeting the target (sum of step_seconds); "
-      "compute = world_size x seconds (rank-seconds).");
+      "compute = world_size x seconds (rank-seconds); flops = step x the flops_per_step the "
+      "program reported on its start line (empty: not reported).");
   Table best{"steps_to_target",
              "Best steps to target per batch size (" + tgt + ")",
              {"batch_size", "runs", "reached", "never_reached", "diverged", "failed", "unfinished",

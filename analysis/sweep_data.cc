@@ -8,107 +8,61 @@
 #include <unordered_map>
 
 #include <fmt/core.h>
-#include <sqlite3.h>
 #include <nlohmann/json.hpp>
 
-#include "results/database.h"
-#include "results/schema.h"
+#include "results/sweep_reader.h"
 
 namespace batchlab::analysis {
 
 namespace {
 
-// The text of a run_params value as JSON: integers and reals as numbers, text quoted.
-std::string ParamText(const results::Statement& st, int col) {
-  switch (st.ColumnType(col)) {
-    case SQLITE_INTEGER:
-      return std::to_string(st.ColumnInt(col));
-    case SQLITE_FLOAT:
-      return fmt::format("{}", st.ColumnDouble(col));
-    case SQLITE_NULL:
-      return "null";
-    default:
-      return nlohmann::json(st.ColumnText(col)).dump();
+// Appends metric rows to their series. Rows alternate between names line by line, so (run,
+// metric) resolves to a Series* through a per-run slot table, refilled when the run changes.
+// One per part of the scan: each run's series are written by one thread only.
+class SeriesFiller {
+ public:
+  SeriesFiller(const std::unordered_map<int64_t, std::string>& names,
+               const std::unordered_map<int64_t, size_t>& by_key, std::vector<RunData>& runs)
+      : names_(names), by_key_(by_key), runs_(runs) {
+    int64_t max_id = 0;
+    for (const auto& [id, n] : names) max_id = std::max(max_id, id);
+    slot_.assign(static_cast<size_t>(max_id) + 1, nullptr);
   }
-}
 
-StatusOr<std::pair<int64_t, int>> FindSweep(results::Database& db, const std::string& name,
-                                            int version) {
-  BATCHLAB_ASSIGN_OR_RETURN(
-      results::Statement st,
-      db.Prepare(version > 0 ? "SELECT id, version FROM sweeps WHERE name = ?1 AND version = ?2"
-                             : "SELECT id, version FROM sweeps WHERE name = ?1 "
-                               "ORDER BY version DESC LIMIT 1"));
-  st.BindText(1, name);
-  if (version > 0) st.BindInt(2, version);
-  BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (row) return std::make_pair(st.ColumnInt(0), static_cast<int>(st.ColumnInt(1)));
-  BATCHLAB_ASSIGN_OR_RETURN(
-      results::Statement names,
-      db.Prepare("SELECT name || ' (v' || max(version) || ')' FROM sweeps GROUP BY name "
-                 "ORDER BY name"));
-  std::string known;
-  while (true) {
-    BATCHLAB_ASSIGN_OR_RETURN(bool more, names.Step());
-    if (!more) break;
-    known += (known.empty() ? "" : ", ") + names.ColumnText(0);
-  }
-  return NotFoundError(
-      fmt::format("--sweep '{}'{}: no such sweep in {}; known sweeps: {}", name,
-                  version > 0 ? fmt::format(" version {}", version) : "", db.path(),
-                  known.empty() ? "(none: run `batchlab sweep run SPEC` first)" : known));
-}
-
-// The hot loop: every wanted metric row of the sweep's runs (current attempt), appended to its
-// series. Uses the raw statement (no per-row Status or string) and resolves (run, metric) to a
-// Series* through a per-run slot table, since rows alternate between names line by line.
-// `part` of `parts`: only runs with run_key % parts == part, so several connections can scan
-// disjoint runs in parallel (each run's series are written by one thread only).
-Status ReadMetrics(results::Database& db, int64_t sweep_id, int parts, int part,
-                   const std::unordered_map<int64_t, std::string>& names,
-                   const std::unordered_map<int64_t, size_t>& by_key, std::vector<RunData>& runs) {
-  std::string ids;
-  int64_t max_id = 0;
-  for (const auto& [id, n] : names) {
-    ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    max_id = std::max(max_id, id);
-  }
-  // The ids are integers read from the database itself, so pasting them is safe.
-  const std::string sql =
-      "SELECT m.run_key, m.name_id, m.step, m.value FROM runs r "
-      "JOIN metrics m ON m.run_key = r.run_key AND m.attempt = r.attempt "
-      "WHERE r.sweep_id = ?1 AND r.run_key % ?2 = ?3 AND m.name_id IN (" +
-      ids + ")";
-  sqlite3* h = db.handle();
-  sqlite3_stmt* raw = nullptr;
-  BATCHLAB_SQLITE_CHECK(h, sqlite3_prepare_v2(h, sql.c_str(), -1, &raw, nullptr),
-                        "preparing the metrics scan");
-  std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> st(raw, sqlite3_finalize);
-  BATCHLAB_SQLITE_CHECK(h, sqlite3_bind_int64(st.get(), 1, sweep_id), "binding the sweep id");
-  BATCHLAB_SQLITE_CHECK(h, sqlite3_bind_int(st.get(), 2, parts), "binding the part count");
-  BATCHLAB_SQLITE_CHECK(h, sqlite3_bind_int(st.get(), 3, part), "binding the part");
-  std::vector<Series*> slot(static_cast<size_t>(max_id) + 1, nullptr);
-  RunData* run = nullptr;
-  int64_t last_key = -1;
-  int rc;
-  while ((rc = sqlite3_step(st.get())) == SQLITE_ROW) {
-    const int64_t key = sqlite3_column_int64(st.get(), 0);
-    if (key != last_key) {
-      last_key = key;
-      auto it = by_key.find(key);
-      run = it == by_key.end() ? nullptr : &runs[it->second];
-      std::fill(slot.begin(), slot.end(), nullptr);
+  void Add(const results::MetricRow* rows, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      const results::MetricRow& m = rows[i];
+      if (m.run_key != last_key_) {
+        last_key_ = m.run_key;
+        auto it = by_key_.find(m.run_key);
+        run_ = it == by_key_.end() ? nullptr : &runs_[it->second];
+        std::fill(slot_.begin(), slot_.end(), nullptr);
+      }
+      if (!run_ || m.name_id < 0 || m.name_id >= static_cast<int64_t>(slot_.size())) continue;
+      Series*& series = slot_[static_cast<size_t>(m.name_id)];
+      if (!series) series = &run_->metrics[names_.at(m.name_id)];
+      series->steps.push_back(m.step);
+      series->values.push_back(m.value);
     }
-    if (!run) continue;
-    const int64_t name_id = sqlite3_column_int64(st.get(), 1);
-    if (name_id < 0 || name_id > max_id) continue;
-    Series*& series = slot[static_cast<size_t>(name_id)];
-    if (!series) series = &run->metrics[names.at(name_id)];
-    series->steps.push_back(sqlite3_column_int64(st.get(), 2));  // NULL step reads as 0
-    series->values.push_back(sqlite3_column_double(st.get(), 3));
   }
-  BATCHLAB_SQLITE_CHECK(h, rc, "scanning the metrics of the sweep");
-  return OkStatus();
+
+ private:
+  const std::unordered_map<int64_t, std::string>& names_;
+  const std::unordered_map<int64_t, size_t>& by_key_;
+  std::vector<RunData>& runs_;
+  std::vector<Series*> slot_;
+  RunData* run_ = nullptr;
+  int64_t last_key_ = -1;
+};
+
+// The runs' configured target as "metric>=value" text; empty if none.
+std::string TargetText(const std::string& config) {
+  const nlohmann::json c = nlohmann::json::parse(config, nullptr, false);
+  if (!c.is_object() || !c.contains("target") || !c["target"].is_object()) return "";
+  const nlohmann::json& t = c["target"];
+  if (!t.contains("value") || !t["value"].is_number()) return "";
+  return fmt::format("{}{}{}", t.value("metric", "test_accuracy"), t.value("op", ">="),
+                     t["value"].get<double>());
 }
 
 }  // namespace
@@ -121,142 +75,53 @@ std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
   return m;
 }
 
-int64_t ModelSizeFromConfig(const std::string& config_json) {
-  const nlohmann::json c = nlohmann::json::parse(config_json, nullptr, false);
-  if (!c.is_object() || !c.contains("model") || !c["model"].is_object()) return 0;
-  const nlohmann::json data = c.value("data", nlohmann::json::object());
-  const std::string data_name = data.is_object() ? data.value("name", "") : "";
-  const nlohmann::json& model = c["model"];
-  const std::string name = model.value("name", "");
-  if (data_name == "synthetic-linear" && name == "logreg") {
-    // One regression output over data.features inputs (default 16), plus a bias unless
-    // model.bias is false (docs/spec.md, runner/datasets/synthetic_linear.h).
-    const int64_t features = data.value("features", int64_t{16});
-    const bool bias = model.value("bias", true);
-    return features + (bias ? 1 : 0);
-  }
-  if (data_name != "fashion-mnist") return 0;
-  std::vector<int64_t> widths = {28 * 28};
-  if (name == "mlp") {
-    if (!model.contains("hidden") || !model["hidden"].is_array()) return 0;
-    for (const auto& h : model["hidden"]) {
-      if (!h.is_number_integer()) return 0;
-      widths.push_back(h.get<int64_t>());
-    }
-  } else if (name != "logreg") {
-    return 0;
-  }
-  widths.push_back(10);
-  int64_t n = 0;
-  for (size_t i = 1; i < widths.size(); ++i) n += (widths[i - 1] + 1) * widths[i];
-  return n;
-}
-
 StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& name,
                               const LoadOptions& options) {
-  BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<results::Database> db, results::OpenReadOnly(db_path));
-  BATCHLAB_ASSIGN_OR_RETURN(auto sweep_id_version, FindSweep(*db, name, options.version));
-  const int64_t sweep_id = sweep_id_version.first;
+  BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<results::SweepReader> reader,
+                            results::SweepReader::Open(db_path, name, options.version));
   SweepData sweep;
   sweep.name = name;
-  sweep.version = sweep_id_version.second;
-
-  // Memory-mapped reads save a copy per page on the large metrics scan (read-only: harmless).
-  BATCHLAB_RETURN_IF_ERROR(db->Exec("PRAGMA mmap_size = 1073741824"));
-  // A read transaction gives every query below the same snapshot while a sweep is writing.
-  BATCHLAB_RETURN_IF_ERROR(db->Exec("BEGIN"));
+  sweep.version = reader->version();
 
   std::unordered_map<int64_t, size_t> by_key;  // run_key -> index in sweep.runs
-  {
-    BATCHLAB_ASSIGN_OR_RETURN(
-        results::Statement st,
-        db->Prepare("SELECT s.run_key, s.run_id, s.state, s.batch_size, s.nodes, s.world_size, "
-                    "s.local_batch_size, s.seed, s.optimizer, s.lr_rule, r.config_json "
-                    "FROM run_summary s JOIN runs r ON r.run_key = s.run_key "
-                    "WHERE s.sweep_id = ?1 ORDER BY s.ordinal"));
-    st.BindInt(1, sweep_id);
-    while (true) {
-      BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      RunData r;
-      r.id = st.ColumnText(1);
-      r.state = st.ColumnText(2);
-      r.batch_size = st.ColumnOptionalInt(3).value_or(0);
-      r.nodes = static_cast<int>(st.ColumnOptionalInt(4).value_or(1));
-      r.world_size = static_cast<int>(st.ColumnOptionalInt(5).value_or(1));
-      r.local_batch_size =
-          st.ColumnOptionalInt(6).value_or(r.batch_size / std::max(1, r.world_size));
-      r.seed = st.ColumnOptionalInt(7).value_or(0);
-      r.optimizer = st.ColumnText(8);
-      r.lr_rule = st.ColumnText(9);
-      const std::string config = st.ColumnText(10);
-      r.parameters = ModelSizeFromConfig(config);
-      if (sweep.target.empty()) {
-        const nlohmann::json c = nlohmann::json::parse(config, nullptr, false);
-        if (c.is_object() && c.contains("target") && c["target"].is_object()) {
-          const nlohmann::json& t = c["target"];
-          if (t.contains("value") && t["value"].is_number()) {
-            sweep.target = fmt::format("{}{}{}", t.value("metric", "test_accuracy"),
-                                       t.value("op", ">="), t["value"].get<double>());
-          }
-        }
-      }
-      by_key[st.ColumnInt(0)] = sweep.runs.size();
-      sweep.runs.push_back(std::move(r));
-    }
+  BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::SweepRunRow> rows, reader->Runs());
+  for (results::SweepRunRow& row : rows) {
+    RunData r;
+    r.id = std::move(row.run_id);
+    r.state = std::move(row.state);
+    r.batch_size = row.batch_size.value_or(0);
+    r.nodes = static_cast<int>(row.nodes.value_or(1));
+    r.world_size = static_cast<int>(row.world_size.value_or(1));
+    r.local_batch_size = row.local_batch_size.value_or(r.batch_size / std::max(1, r.world_size));
+    r.seed = row.seed.value_or(0);
+    r.optimizer = std::move(row.optimizer);
+    r.lr_rule = std::move(row.lr_rule);
+    r.parameters = row.parameters.value_or(0);
+    r.tokens_per_step = row.tokens_per_step.value_or(0);
+    r.flops_per_step = row.flops_per_step.value_or(0);
+    if (sweep.target.empty()) sweep.target = TargetText(row.config_json);
+    by_key[row.run_key] = sweep.runs.size();
+    sweep.runs.push_back(std::move(r));
   }
-  {
-    BATCHLAB_ASSIGN_OR_RETURN(
-        results::Statement st,
-        db->Prepare("SELECT p.run_key, p.name, p.value FROM run_params p "
-                    "JOIN runs r ON r.run_key = p.run_key WHERE r.sweep_id = ?1"));
-    st.BindInt(1, sweep_id);
-    while (true) {
-      BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      auto it = by_key.find(st.ColumnInt(0));
-      if (it != by_key.end()) sweep.runs[it->second].params[st.ColumnText(1)] = ParamText(st, 2);
-    }
+  BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::SweepParamRow> params, reader->Params());
+  for (results::SweepParamRow& p : params) {
+    auto it = by_key.find(p.run_key);
+    if (it != by_key.end()) sweep.runs[it->second].params[p.name] = std::move(p.json_value);
   }
 
-  // Metric names -> ids; only the wanted ones are read.
-  std::unordered_map<int64_t, std::string> names;
-  {
-    BATCHLAB_ASSIGN_OR_RETURN(results::Statement st,
-                              db->Prepare("SELECT id, name FROM metric_names"));
-    while (true) {
-      BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
-      if (!row) break;
-      std::string n = st.ColumnText(1);
-      if (options.metrics.empty() ||
-          std::find(options.metrics.begin(), options.metrics.end(), n) != options.metrics.end()) {
-        names[st.ColumnInt(0)] = std::move(n);
-      }
-    }
-  }
+  BATCHLAB_ASSIGN_OR_RETURN(auto names, reader->MetricNames(options.metrics));
   if (!names.empty() && !sweep.runs.empty()) {
     // The metrics scan dominates on large sweeps: one connection per core, each over a disjoint
-    // set of runs in its own read transaction. Rows of a run that is still being ingested may
-    // therefore be read up to a moment later than the run list; finished runs are unaffected.
+    // set of runs.
     const int parts = static_cast<int>(std::max<size_t>(
         1, std::min<size_t>({std::thread::hardware_concurrency(), 4, sweep.runs.size() / 256})));
-    std::vector<Status> status(static_cast<size_t>(parts));
-    std::vector<std::thread> pool;
-    for (int part = 1; part < parts; ++part) {
-      pool.emplace_back([&, part] {
-        StatusOr<std::unique_ptr<results::Database>> conn = results::OpenReadOnly(db_path);
-        Status st = conn.status();
-        if (st.ok()) st = (*conn)->Exec("PRAGMA mmap_size = 1073741824");
-        if (st.ok()) st = (*conn)->Exec("BEGIN");
-        if (st.ok()) st = ReadMetrics(**conn, sweep_id, parts, part, names, by_key, sweep.runs);
-        status[static_cast<size_t>(part)] = st;
-      });
-    }
-    status[0] = ReadMetrics(*db, sweep_id, parts, 0, names, by_key, sweep.runs);
-    for (std::thread& t : pool) t.join();
-    for (const Status& st : status) BATCHLAB_RETURN_IF_ERROR(st);
+    std::vector<SeriesFiller> fillers;
+    for (int p = 0; p < parts; ++p) fillers.emplace_back(names, by_key, sweep.runs);
+    BATCHLAB_RETURN_IF_ERROR(
+        reader->ScanMetrics(names, parts, [&](int part, const results::MetricRow* r, size_t n) {
+          fillers[static_cast<size_t>(part)].Add(r, n);
+        }));
   }
-  BATCHLAB_RETURN_IF_ERROR(db->Exec("COMMIT"));
 
   // Rows arrive in (run, seq) order, which is step order for the runner's lines; sort anything
   // else (a stable sort keeps equal steps in seq order).

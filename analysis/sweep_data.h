@@ -1,10 +1,9 @@
 // Loads one version of a sweep from the results database, read-only, into SweepData.
 //
-// Runs come from the `run_summary` view and `run_params` (docs/schema.md); metrics of each run's
-// current attempt are read in one pass over the `metrics` table joined to `runs` (the rows of
-// the `run_metrics` view, without its per-row name and run-id strings), restricted to the
-// metric names the analysis needs. The database is opened with results::OpenReadOnly, so a
-// running sweep is never blocked and nothing in the file can change.
+// The rows come from results::SweepReader (results/sweep_reader.h: runs with their start-line
+// facts, swept parameters, and the current attempt's metric rows restricted to the names the
+// analysis needs), read-only, so a running sweep is never blocked and nothing in the file can
+// change.
 //
 //   LoadOptions opt;
 //   opt.metrics = AnalysisMetrics("test_accuracy");  // or {} for every metric
@@ -34,12 +33,6 @@ std::vector<std::string> AnalysisMetrics(const std::string& target_metric);
 // database.
 StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& name,
                               const LoadOptions& options);
-
-// Model size in scalars from a resolved config (docs/protocol.md) for the models whose shape the
-// config fixes: "logreg" and "mlp" (with biases) on fashion-mnist (28×28 inputs, 10 classes),
-// and "logreg" on synthetic-linear (data.features inputs, one output, bias unless model.bias is
-// false). 0 when unknown (other models or datasets): pass --parameters.
-int64_t ModelSizeFromConfig(const std::string& config_json);
 
 }  // namespace batchlab::analysis
 

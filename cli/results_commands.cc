@@ -81,16 +81,8 @@ Status RunQuery(const CliContext& ctx, const ResultsArgs& a) {
                                                       {OutputFormat::kTable, OutputFormat::kCsv,
                                                        OutputFormat::kJson, OutputFormat::kJsonl}));
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(ctx.db_path));
-  auto st = db->Prepare(a.sql);
-  if (!st.ok()) {
-    return InvalidArgumentError(fmt::format("query: {}", st.status().message()));
-  }
-  if (!st->IsReadOnly()) {
-    return InvalidArgumentError(
-        "query: only read-only SQL is accepted (SELECT, WITH ... SELECT, read-only PRAGMA); the "
-        "database is opened read-only and this statement would change it");
-  }
-  auto rows = results::WriteRows(*st, format, stdout);
+  BATCHLAB_ASSIGN_OR_RETURN(results::Statement st, results::PrepareUserQuery(*db, a.sql));
+  auto rows = results::WriteRows(st, format, stdout);
   if (!rows.ok()) return InvalidArgumentError(fmt::format("query: {}", rows.status().message()));
   return OkStatus();
 }

@@ -31,6 +31,7 @@
 #include "cli/live_status.h"
 #include "orchestrator/live_progress.h"
 #include "orchestrator/signal_watcher.h"
+#include "results/run_query.h"
 #include "results/schema.h"
 
 namespace batchlab::cli {
@@ -93,16 +94,11 @@ StatusOr<std::string> RenderSweepPage(const UiFlags& f, const std::string& db_pa
 
 StatusOr<json> ListSweeps(const std::string& db_path) {
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(db_path));
-  BATCHLAB_ASSIGN_OR_RETURN(
-      auto st, db->Prepare("SELECT s.name, s.version, (SELECT count(*) FROM runs r WHERE "
-                           "r.sweep_id = s.id) FROM sweeps s WHERE s.version = (SELECT "
-                           "max(version) FROM sweeps t WHERE t.name = s.name) ORDER BY s.name"));
+  BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::LatestSweep> sweeps,
+                            results::ListLatestSweeps(*db));
   json out = json::array();
-  while (true) {
-    BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    out.push_back(
-        {{"name", st.ColumnText(0)}, {"version", st.ColumnInt(1)}, {"runs", st.ColumnInt(2)}});
+  for (const results::LatestSweep& s : sweeps) {
+    out.push_back({{"name", s.name}, {"version", s.version}, {"runs", s.runs}});
   }
   return out;
 }

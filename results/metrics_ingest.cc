@@ -2,8 +2,8 @@
 #include "results/metrics_ingest.h"
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -34,6 +34,18 @@ std::optional<double> OptDouble(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
   return it->get<double>();
+}
+
+// A start-line fact: a positive finite number, else unknown (NULL).
+std::optional<double> Fact(const json& j, const char* key) {
+  std::optional<double> v = OptDouble(j, key);
+  if (!v || !std::isfinite(*v) || *v <= 0) return std::nullopt;
+  return v;
+}
+std::optional<int64_t> IntFact(const json& j, const char* key) {
+  std::optional<double> v = Fact(j, key);
+  if (!v || *v >= 9.2e18) return std::nullopt;
+  return static_cast<int64_t>(std::llround(*v));
 }
 
 std::string_view Excerpt(std::string_view line) {
@@ -68,7 +80,11 @@ Status MetricsIngester::PrepareStatements() {
                   "target_step = ?, target_samples = ?, target_seconds = ?, final_test_loss = ?, "
                   "final_test_accuracy = ? WHERE run_key = ? AND attempt = ?"));
   BATCHLAB_ASSIGN_OR_RETURN(
-      update_host_, db_.Prepare("UPDATE runs SET host = ? WHERE run_key = ? AND attempt = ?"));
+      update_start_,
+      db_.Prepare(
+          "UPDATE runs SET host = coalesce(?, host), parameters = coalesce(?, parameters), "
+          "tokens_per_step = coalesce(?, tokens_per_step), "
+          "flops_per_step = coalesce(?, flops_per_step) WHERE run_key = ? AND attempt = ?"));
   prepared_ = true;
   return OkStatus();
 }
@@ -120,8 +136,8 @@ StatusOr<int64_t> MetricsIngester::NameId(const std::string& name) {
   return id;
 }
 
-Status MetricsIngester::RecordAnomaly(const Where& w, const char* kind,
-                                      const std::string& message, Cursor& c, IngestStats& stats) {
+Status MetricsIngester::RecordAnomaly(const Where& w, const char* kind, const std::string& message,
+                                      Cursor& c, IngestStats& stats) {
   ++c.anomalies;
   ++stats.anomalies;
   if (c.anomalies > kMaxAnomalyEvents + 1) return OkStatus();
@@ -203,14 +219,19 @@ Status MetricsIngester::StoreStartOrEnd(const Where& w, std::string_view line,
   const int attempt = w.attempt;
   const json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (kind == "start") {
+    // The host, and the facts the analysis reads from the run (docs/schema.md, `runs`).
     auto host = j.find("host");
     if (host != j.end() && host->is_string()) {
-      BATCHLAB_RETURN_IF_ERROR(update_host_.BindText(1, host->get_ref<const std::string&>())
-                                   .BindInt(2, run_key)
-                                   .BindInt(3, attempt)
-                                   .Run());
+      update_start_.BindText(1, host->get_ref<const std::string&>());
+    } else {
+      update_start_.BindNull(1);
     }
-    return OkStatus();
+    return update_start_.BindOptionalInt(2, IntFact(j, "parameters"))
+        .BindOptionalInt(3, IntFact(j, "tokens_per_step"))
+        .BindOptionalDouble(4, Fact(j, "flops_per_step"))
+        .BindInt(5, run_key)
+        .BindInt(6, attempt)
+        .Run();
   }
   if (kind == "end") {
     auto outcome = j.find("outcome");
@@ -270,8 +291,8 @@ StatusOr<Statement*> MetricsIngester::InsertRows(size_t n) {
   return &insert_rows_.emplace(n, std::move(st)).first->second;
 }
 
-StatusOr<IngestStats> MetricsIngester::Ingest(int64_t run_key, int attempt,
-                                              const std::string& path, IngestPass pass) {
+StatusOr<IngestStats> MetricsIngester::Ingest(int64_t run_key, int attempt, const std::string& path,
+                                              IngestPass pass) {
   BATCHLAB_RETURN_IF_ERROR(PrepareStatements());
   const Where w{run_key, attempt, path};
   IngestStats stats;

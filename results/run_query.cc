@@ -17,9 +17,15 @@ const std::vector<std::string>& DefaultListColumns() {
 
 StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
                                  std::optional<int> version) {
-  BATCHLAB_ASSIGN_OR_RETURN(Statement st,
-                            db.Prepare("SELECT id FROM sweeps WHERE name = ?1 AND (?2 IS NULL OR "
-                                       "version = ?2) ORDER BY version DESC LIMIT 1"));
+  BATCHLAB_ASSIGN_OR_RETURN(SweepVersion found, ResolveSweep(db, name, version));
+  return found.id;
+}
+
+StatusOr<SweepVersion> ResolveSweep(Database& db, const std::string& name,
+                                    std::optional<int> version) {
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement st, db.Prepare("SELECT id, version FROM sweeps WHERE name = ?1 AND (?2 IS NULL "
+                               "OR version = ?2) ORDER BY version DESC LIMIT 1"));
   st.BindText(1, name);
   if (version) {
     st.BindInt(2, *version);
@@ -27,7 +33,7 @@ StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
     st.BindNull(2);
   }
   BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
-  if (row) return st.ColumnInt(0);
+  if (row) return SweepVersion{st.ColumnInt(0), static_cast<int>(st.ColumnInt(1))};
   BATCHLAB_ASSIGN_OR_RETURN(Statement all,
                             db.Prepare("SELECT name || ' (v' || max(version) || ')' FROM sweeps "
                                        "GROUP BY name ORDER BY name"));
@@ -37,11 +43,11 @@ StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
     if (!r) break;
     known.push_back(all.ColumnText(0));
   }
-  const std::string what = version ? fmt::format("sweep '{}' version {}", name, *version)
-                                   : fmt::format("sweep '{}'", name);
-  return NotFoundError(
-      fmt::format("{} is not in {}; sweeps there: {}", what, db.path(),
-                  known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+  const std::string what = version ? fmt::format("--sweep '{}' version {}", name, *version)
+                                   : fmt::format("--sweep '{}'", name);
+  return NotFoundError(fmt::format("{} is not in {}; sweeps there: {}", what, db.path(),
+                                   known.empty() ? "none (run `batchlab sweep run SPEC` first)"
+                                                 : fmt::format("{}", fmt::join(known, ", "))));
 }
 
 namespace {
@@ -114,6 +120,34 @@ StatusOr<Statement> PrepareSweepList(Database& db) {
       "s.spec_hash AS spec_hash, s.created_at AS created_at "
       "FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id "
       "GROUP BY s.id ORDER BY s.name, s.version");
+}
+
+StatusOr<std::vector<LatestSweep>> ListLatestSweeps(Database& db) {
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement st,
+      db.Prepare("SELECT s.name, s.version, (SELECT count(*) FROM runs r WHERE "
+                 "r.sweep_id = s.id) FROM sweeps s WHERE s.version = (SELECT "
+                 "max(version) FROM sweeps t WHERE t.name = s.name) ORDER BY s.name"));
+  std::vector<LatestSweep> out;
+  while (true) {
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    out.push_back({st.ColumnText(0), static_cast<int>(st.ColumnInt(1)), st.ColumnInt(2)});
+  }
+  return out;
+}
+
+StatusOr<Statement> PrepareUserQuery(Database& db, const std::string& sql) {
+  auto st = db.Prepare(sql);
+  if (!st.ok()) {
+    return InvalidArgumentError(fmt::format("query: {}", st.status().message()));
+  }
+  if (!st->IsReadOnly()) {
+    return InvalidArgumentError(
+        "query: only read-only SQL is accepted (SELECT, WITH ... SELECT, read-only PRAGMA); the "
+        "database is opened read-only and this statement would change it");
+  }
+  return st;
 }
 
 StatusOr<Statement> PrepareRunsExport(Database& db, int64_t sweep_id) {

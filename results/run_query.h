@@ -37,8 +37,14 @@ struct RunListOptions {
 // SELECT <columns> FROM run_summary WHERE ... ORDER BY sweep, ordinal.
 StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& options);
 
-// The id of sweep `name` (its latest version, or `version`). kNotFound lists the sweeps the
-// database holds.
+// The id and version of sweep `name` (its latest version, or `version`). kNotFound lists the
+// sweeps the database holds.
+struct SweepVersion {
+  int64_t id = 0;
+  int version = 0;
+};
+StatusOr<SweepVersion> ResolveSweep(Database& db, const std::string& name,
+                                    std::optional<int> version = std::nullopt);
 StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
                                  std::optional<int> version = std::nullopt);
 
@@ -46,6 +52,18 @@ StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
 // target_reached, budget_exhausted, diverged), running, pending, failed (failed, timed_out,
 // cancelled), spec_hash, created_at; by name, then version.
 StatusOr<Statement> PrepareSweepList(Database& db);
+
+// The latest version of every sweep with its run count, by name.
+struct LatestSweep {
+  std::string name;
+  int version = 0;
+  int64_t runs = 0;
+};
+StatusOr<std::vector<LatestSweep>> ListLatestSweeps(Database& db);
+
+// A user's own read-only SQL (`batchlab results query`), prepared. InvalidArgument ("query: ...")
+// for SQL that does not parse or that could change the database.
+StatusOr<Statement> PrepareUserQuery(Database& db, const std::string& sql);
 
 // Every run_summary column of the runs of a sweep, in expansion order.
 StatusOr<Statement> PrepareRunsExport(Database& db, int64_t sweep_id);

@@ -168,8 +168,34 @@ CREATE TABLE attempts(
 ALTER TABLE ingest_cursors ADD COLUMN anomalies INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// ---- v6: the facts of the runner's `start` line (model size, tokens and FLOPs per step), stored
+// with the run so the analysis never re-derives them from the config; run_summary shows them. ----
+constexpr const char* kV5ToV6 = R"sql(
+ALTER TABLE runs ADD COLUMN parameters INTEGER;
+ALTER TABLE runs ADD COLUMN tokens_per_step INTEGER;
+ALTER TABLE runs ADD COLUMN flops_per_step REAL;
+DROP VIEW run_summary;
+CREATE VIEW run_summary AS
+SELECT s.name AS sweep, s.version AS sweep_version, r.id AS run_id, r.ordinal AS ordinal,
+       r.state AS state, r.attempt AS attempt, r.exit_code AS exit_code,
+       r.batch_size AS batch_size, r.nodes AS nodes, r.ranks_per_node AS ranks_per_node,
+       r.world_size AS world_size, r.local_batch_size AS local_batch_size,
+       r.accumulation AS accumulation, r.optimizer AS optimizer, r.lr_rule AS lr_rule,
+       r.lr_base AS lr_base, r.lr_base_batch_size AS lr_base_batch_size, r.seed AS seed,
+       r.model AS model, r.dataset AS dataset, r.precision AS precision,
+       r.comm_backend AS comm_backend, r.parameters AS parameters,
+       r.tokens_per_step AS tokens_per_step, r.flops_per_step AS flops_per_step,
+       r.outcome AS outcome, r.steps AS steps,
+       r.samples AS samples, r.seconds AS seconds, r.target_step AS target_step,
+       r.target_samples AS target_samples, r.target_seconds AS target_seconds,
+       r.final_test_loss AS final_test_loss, r.final_test_accuracy AS final_test_accuracy,
+       r.started_at AS started_at, r.ended_at AS ended_at, r.host AS host,
+       r.sweep_id AS sweep_id, r.run_key AS run_key
+FROM runs r JOIN sweeps s ON s.id = r.sweep_id;
+)sql";
+
 // kMigrations[v]: v -> v+1.
-const char* const kMigrations[] = {nullptr, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5};
+const char* const kMigrations[] = {nullptr, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5, kV5ToV6};
 
 Status ApplyMigrations(Database& db, int from, int to) {
   for (int v = from; v < to; ++v) {
@@ -234,6 +260,7 @@ const char* SchemaDdl(int version) {
   static const std::string v3 = v2 + kV2ToV3;
   static const std::string v4 = v3 + kV3ToV4;
   static const std::string v5 = v4 + kV4ToV5;
+  static const std::string v6 = v5 + kV5ToV6;
   switch (version) {
     case 1:
       return v1.c_str();
@@ -245,6 +272,8 @@ const char* SchemaDdl(int version) {
       return v4.c_str();
     case 5:
       return v5.c_str();
+    case 6:
+      return v6.c_str();
     default:
       return nullptr;
   }

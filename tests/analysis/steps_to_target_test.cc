@@ -38,6 +38,17 @@ RunData MakeRun(const std::string& id, int64_t batch, double lr, int64_t seed,
   return r;
 }
 
+TEST(TargetHitTest, FlopsComeFromTheStoredFlopsPerStep) {
+  RunData r = MakeRun("a", 64, 0.1, 1, {0.5, 0.7, 0.9});  // met at step 30
+  const Target t = *ParseTarget("test_accuracy>=0.85");
+  EXPECT_EQ(FindTargetHit(r, t).flops, 0);  // not reported: unknown, never guessed
+  r.flops_per_step = 2.5e9;
+  const TargetHit hit = FindTargetHit(r, t);
+  EXPECT_EQ(hit.step, 30);
+  EXPECT_DOUBLE_EQ(hit.flops, 30 * 2.5e9);
+  EXPECT_DOUBLE_EQ(hit.compute, 2 * 30 * 0.5);  // rank-seconds still
+}
+
 TEST(ParseTargetTest, ParsesAllOperators) {
   StatusOr<Target> t = ParseTarget("test_accuracy>=0.85");
   ASSERT_TRUE(t.ok());

@@ -28,7 +28,9 @@ TEST(SweepDataTest, LoadsRunsParamsAndMetricsOfTheCurrentAttempt) {
   EXPECT_EQ(r.world_size, 2);
   EXPECT_EQ(r.local_batch_size, 16);
   EXPECT_EQ(r.state, "target_reached");
-  EXPECT_EQ(r.parameters, truth.parameters);
+  EXPECT_EQ(r.parameters, truth.parameters);  // the start line's facts, stored at ingest
+  EXPECT_DOUBLE_EQ(r.flops_per_step, SyntheticSweep::FlopsPerStep(truth, 32));
+  EXPECT_EQ(r.tokens_per_step, 0);  // not a language model: unknown
   EXPECT_EQ(r.params.at("lr.base"), "0.1");
   EXPECT_EQ(r.params.at("batch_size"), "32");
   const int steps = SyntheticSweep::StepsTo(32, 0.1, truth.s_min, truth.b_noise);
@@ -45,6 +47,7 @@ TEST(SweepDataTest, LoadsRunsParamsAndMetricsOfTheCurrentAttempt) {
   const RunData& not_started = sweep->runs[2];  // B=32, lr=0.05, K=4
   EXPECT_EQ(not_started.state, "pending");
   EXPECT_TRUE(not_started.metrics.empty());
+  EXPECT_EQ(not_started.parameters, 0);  // no start line yet: unknown, never guessed
 
   TargetHit hit = FindTargetHit(r, *ParseTarget(sweep->target));
   EXPECT_EQ(hit.status, HitStatus::kReached);
@@ -70,7 +73,8 @@ TEST(SweepDataTest, UnknownSweepNamesTheKnownOnes) {
   StatusOr<SweepData> sweep = LoadSweep(db, "nope", LoadOptions{});
   ASSERT_FALSE(sweep.ok());
   EXPECT_EQ(sweep.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(sweep.status().message().find("synthetic (v1)"), std::string::npos);
+  EXPECT_NE(sweep.status().message().find("synthetic (v1)"), std::string::npos)
+      << sweep.status().message();
   LoadOptions v2;
   v2.version = 2;
   EXPECT_EQ(LoadSweep(db, "synthetic", v2).status().code(), StatusCode::kNotFound);
@@ -82,23 +86,6 @@ TEST(SweepDataTest, MissingDatabaseIsAnErrorAndIsNotCreated) {
   StatusOr<SweepData> sweep = LoadSweep(db, "synthetic", LoadOptions{});
   ASSERT_FALSE(sweep.ok());
   EXPECT_FALSE(std::filesystem::exists(db));
-}
-
-TEST(ModelSizeTest, MlpAndLogregOnFashionMnist) {
-  // The protocol's example start line: mlp [128] has 101770 parameters.
-  EXPECT_EQ(ModelSizeFromConfig(
-                R"({"data":{"name":"fashion-mnist"},"model":{"name":"mlp","hidden":[128]}})"),
-            101770);
-  EXPECT_EQ(ModelSizeFromConfig(R"({"data":{"name":"fashion-mnist"},"model":{"name":"logreg"}})"),
-            7850);
-  EXPECT_EQ(ModelSizeFromConfig(R"({"data":{"name":"csv"},"model":{"name":"logreg"}})"), 0);
-  EXPECT_EQ(ModelSizeFromConfig(
-                R"({"data":{"name":"synthetic-linear","features":16},"model":{"name":"logreg"}})"),
-            17);
-  EXPECT_EQ(ModelSizeFromConfig(R"({"data":{"name":"synthetic-linear"},)"
-                                R"("model":{"name":"logreg","bias":false}})"),
-            16);
-  EXPECT_EQ(ModelSizeFromConfig("not json"), 0);
 }
 
 }  // namespace

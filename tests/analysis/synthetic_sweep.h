@@ -41,6 +41,10 @@ struct SyntheticSweep {
   int64_t parameters = 12730;
   double b_simple = 0;  // the noisy quadratic model's exact value
   int runs = 0;
+  // Training FLOPs of a step: 6 per parameter and sample (forward 2, backward 4).
+  static double FlopsPerStep(const SyntheticSweep& t, int64_t batch) {
+    return 6.0 * static_cast<double>(t.parameters) * static_cast<double>(batch);
+  }
   static int StepsTo(int64_t batch, double lr, double s_min, double b_noise) {
     return static_cast<int>(std::ceil(s_min * (1 + b_noise / batch) * (lr == 0.1 ? 1.0 : 1.5)));
   }
@@ -92,8 +96,10 @@ inline SyntheticSweep WriteSyntheticSweep(const std::string& db_path,
         const std::string path = (dir / (id + ".jsonl")).string();
         std::ofstream out(path);
         int seq = 0;
-        out << fmt::format(R"({{"seq":{},"kind":"start","world_size":{},"batch_size":{}}})", seq++,
-                           k, batch)
+        // The start line's facts (stored with the run; the config alone does not tell them).
+        out << fmt::format(
+                   R"({{"seq":{},"kind":"start","world_size":{},"batch_size":{},"parameters":{},"flops_per_step":{}}})",
+                   seq++, k, batch, truth.parameters, SyntheticSweep::FlopsPerStep(truth, batch))
             << "\n";
         for (int s = 1; s <= total; ++s) {
           std::string gns;

@@ -165,6 +165,37 @@ TEST_F(IngestTest, EndLineFillsTheRunSummary) {
             1);
 }
 
+TEST_F(IngestTest, StartLineFactsAreStoredWithTheRun) {
+  WriteFile(metrics_,
+            "{\"seq\":0,\"kind\":\"start\",\"parameters\":101770,\"tokens_per_step\":"
+            "8192,\"flops_per_step\":4.5e12,\"host\":\"n1\"}\n" +
+                StepLine(1, 1, 2.0));
+  Ingest();
+  EXPECT_EQ(Count("SELECT count(*) FROM run_summary WHERE run_id = 'run1' AND parameters = "
+                  "101770 AND tokens_per_step = 8192 AND flops_per_step = 4.5e12 AND host = 'n1'"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM run_metrics WHERE name = 'parameters'"), 0);
+
+  // A retry's start line without them (or with 0, "unknown") keeps the facts already known.
+  ASSERT_TRUE(store_->Transition("run1", RunState::kFailed, {1, "killed"}).ok());
+  ASSERT_TRUE(store_->Transition("run1", RunState::kRunning, {}).ok());
+  const std::string second = dir_.File("attempt2.jsonl");
+  WriteFile(second,
+            "{\"seq\":0,\"kind\":\"start\",\"parameters\":0,\"tokens_per_step\":"
+            "\"many\"}\n");
+  ASSERT_TRUE(store_->IngestMetrics("run1", 2, second).ok());
+  EXPECT_EQ(Count("SELECT parameters FROM runs WHERE id = 'run1'"), 101770);
+  EXPECT_EQ(Count("SELECT tokens_per_step FROM runs WHERE id = 'run1'"), 8192);
+}
+
+TEST_F(IngestTest, StartLineWithoutFactsLeavesThemUnknown) {
+  WriteFile(metrics_, "{\"seq\":0,\"kind\":\"start\",\"parameters\":-3}\n");
+  Ingest();
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE parameters IS NULL AND tokens_per_step IS "
+                  "NULL AND flops_per_step IS NULL"),
+            1);
+}
+
 TEST_F(IngestTest, MissingFileHoldsNothingYetAndReplacedFileIsReread) {
   IngestStats none = Ingest();
   EXPECT_EQ(none.lines_read, 0);
@@ -218,7 +249,10 @@ TEST_F(IngestTest, SeqGoingBackwardsAndEndLineWithLowSeqAreEventsNotDrops) {
 }
 
 TEST_F(IngestTest, BinaryGarbageIsStoredAsValidUtf8) {
-  const std::string garbage("\xff\xfe\x00\x01" "binary\xc3\x28 \xed\xa0\x80 ok\n", 20);
+  const std::string garbage(
+      "\xff\xfe\x00\x01"
+      "binary\xc3\x28 \xed\xa0\x80 ok\n",
+      20);
   WriteFile(metrics_, StepLine(0, 1, 2.0) + garbage + EndLine(1));
   IngestStats s = Ingest();
   EXPECT_EQ(s.corrupt_lines, 1);
@@ -230,7 +264,10 @@ TEST_F(IngestTest, BinaryGarbageIsStoredAsValidUtf8) {
   ASSERT_TRUE(*st->Step());
   const std::string message = st->ColumnText(0);
   EXPECT_TRUE(IsValidUtf8Text(message)) << message;
-  EXPECT_NE(message.find("\\xff\\xfe\\x00\x01" "binary\\xc3("), std::string::npos) << message;
+  EXPECT_NE(message.find("\\xff\\xfe\\x00\x01"
+                         "binary\\xc3("),
+            std::string::npos)
+      << message;
   // Every text value in the database is valid UTF-8 by SQLite's own reading.
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE message != CAST(CAST(message AS BLOB) AS "
                   "TEXT) OR instr(message, char(0)) > 0"),
