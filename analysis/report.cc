@@ -32,6 +32,13 @@ std::vector<std::string> Summary(const Study& s) {
     int reached = 0;
     for (const TargetHit& h : s.target.hits) reached += h.status == HitStatus::kReached;
     out.push_back(fmt::format("{} of {} runs reached the target.", reached, s.runs));
+    for (const LrFound& f : s.target.lr_found) {
+      out.push_back(fmt::format("LR search at B={}{}: {} = {} ({} runs, {} LRs tried{}).",
+                                f.batch_size, f.others.empty() ? "" : " " + f.others,
+                                s.target.lr_search_path,
+                                f.lr ? N(*f.lr) : "none reached the target", f.runs, f.lrs,
+                                f.at_edge ? "; at the edge of the range tried" : ""));
+    }
   }
   if (s.crit.status.ok()) {
     const CritFit& f = s.crit.fit;

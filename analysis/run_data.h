@@ -58,7 +58,8 @@ struct RunData {
 struct SweepData {
   std::string name;
   int version = 0;
-  std::string target;  // the runs' configured target as "metric>=value" text; empty if none
+  std::string target;          // the runs' configured target as "metric>=value" text; empty if none
+  std::string lr_search_path;  // the spec's `lr_search` path ("lr.base"); empty without one
   std::vector<RunData> runs;
 };
 

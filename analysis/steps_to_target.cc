@@ -77,6 +77,8 @@ const char* HitStatusName(HitStatus s) {
       return "unfinished";
     case HitStatus::kNoMetric:
       return "no_metric";
+    case HitStatus::kPruned:
+      return "pruned";
   }
   return "unknown";
 }
@@ -143,7 +145,9 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
     }
   }
   const std::string& st = run.state;
-  if (st == "diverged" || HasNonFiniteLoss(run)) {
+  if (st == "pruned") {
+    hit.status = HitStatus::kPruned;
+  } else if (st == "diverged" || HasNonFiniteLoss(run)) {
     hit.status = HitStatus::kDiverged;
   } else if (st == "pending" || st == "running" || st.empty()) {
     hit.status = HitStatus::kUnfinished;
@@ -191,6 +195,9 @@ std::vector<BatchBest> BestPerBatchSize(const std::vector<TargetHit>& hits) {
         break;
       case HitStatus::kNoMetric:
         ++b.no_metric;
+        break;
+      case HitStatus::kPruned:
+        ++b.pruned;
         break;
     }
   }

@@ -45,6 +45,7 @@ enum class HitStatus {
   kFailed,        // the run failed, timed out or was cancelled before meeting it
   kUnfinished,    // pending or still running
   kNoMetric,      // the run never logged the target metric
+  kPruned,        // stopped early by exact pruning: it could no longer change the best per batch
 };
 const char* HitStatusName(HitStatus s);  // "reached", "never_reached", ...
 
@@ -83,6 +84,7 @@ struct BatchBest {
   int failed = 0;      // failed, timed out or cancelled
   int unfinished = 0;  // pending or running
   int no_metric = 0;
+  int pruned = 0;                  // stopped early: their configuration could no longer be the best
   std::optional<TargetHit> best;   // the fastest (fewest steps) seed of the best configuration
   double best_steps = 0;           // mean steps over the best configuration's seeds
   double best_samples = 0;         // mean samples over them

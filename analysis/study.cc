@@ -132,6 +132,10 @@ StatusOr<TargetSection> AnalyzeTarget(const SweepData& sweep, const StudyOptions
   if (!options.target.empty()) BATCHLAB_RETURN_IF_ERROR(CheckTargetMetric(sweep, out.target));
   out.hits = FindTargetHits(sweep.runs, out.target);
   out.best = BestPerBatchSize(out.hits);
+  out.lr_search_path = sweep.lr_search_path;
+  if (!out.lr_search_path.empty()) {
+    out.lr_found = LrFoundPerGroup(sweep.runs, out.hits, out.lr_search_path);
+  }
   return out;
 }
 

@@ -20,6 +20,7 @@
 
 #include "analysis/critical_batch.h"
 #include "analysis/gradient_noise.h"
+#include "analysis/lr_found.h"
 #include "analysis/pareto.h"
 #include "analysis/projection.h"
 #include "analysis/run_data.h"
@@ -90,8 +91,10 @@ GnsSection AnalyzeGns(const SweepData& sweep, const StudyOptions& options);
 
 struct TargetSection {
   Target target;
-  std::vector<TargetHit> hits;  // one per run, in run order
-  std::vector<BatchBest> best;  // per batch size
+  std::vector<TargetHit> hits;    // one per run, in run order
+  std::vector<BatchBest> best;    // per batch size
+  std::string lr_search_path;     // the spec's LR search path; empty without a search
+  std::vector<LrFound> lr_found;  // what the search found per batch size
 };
 StatusOr<TargetSection> AnalyzeTarget(const SweepData& sweep, const StudyOptions& options);
 

@@ -120,9 +120,10 @@ json TargetJson(const TargetSection& t) {
   for (const TargetHit& h : t.hits) runs.push_back(HitJson(h));
   json best = json::array();
   for (const BatchBest& b : t.best) {
-    json j = {{"batch_size", b.batch_size},       {"runs", b.runs},          {"reached", b.reached},
-              {"never_reached", b.never_reached}, {"diverged", b.diverged},  {"failed", b.failed},
-              {"unfinished", b.unfinished},       {"no_metric", b.no_metric}};
+    json j = {
+        {"batch_size", b.batch_size},       {"runs", b.runs},           {"reached", b.reached},
+        {"never_reached", b.never_reached}, {"diverged", b.diverged},   {"failed", b.failed},
+        {"unfinished", b.unfinished},       {"no_metric", b.no_metric}, {"pruned", b.pruned}};
     if (b.best) {
       j["best_steps"] = Num(b.best_steps);
       j["best_samples"] = Num(b.best_samples);
@@ -133,7 +134,21 @@ json TargetJson(const TargetSection& t) {
     }
     best.push_back(j);
   }
-  return {{"target", t.target.ToString()}, {"per_batch_size", best}, {"runs", runs}};
+  json out = {{"target", t.target.ToString()}, {"per_batch_size", best}, {"runs", runs}};
+  if (!t.lr_found.empty()) {
+    json lr = json::array();
+    for (const LrFound& f : t.lr_found) {
+      lr.push_back({{"batch_size", f.batch_size},
+                    {"others", f.others},
+                    {"lr", f.lr ? json(*f.lr) : json(nullptr)},
+                    {"best_steps", f.lr ? json(Num(f.best_steps)) : json(nullptr)},
+                    {"runs", f.runs},
+                    {"lrs_tried", f.lrs},
+                    {"at_range_edge", f.at_edge}});
+    }
+    out["lr_search"] = {{"path", t.lr_search_path}, {"per_batch_size", lr}};
+  }
+  return out;
 }
 
 json CritJson(const CritSection& c) {

@@ -85,12 +85,12 @@ std::vector<Table> TargetTables(const TargetSection& target) {
   Table best{"steps_to_target",
              "Best steps to target per batch size (" + tgt + ")",
              {"batch_size", "runs", "reached", "never_reached", "diverged", "failed", "unfinished",
-              "no_metric", "best_steps", "best_samples", "seeds", "best_run_id", "best_run"},
+              "no_metric", "pruned", "best_steps", "best_samples", "seeds", "best_run_id", "best_run"},
              {},
              {}};
   for (const BatchBest& b : target.best) {
     best.rows.push_back({I(b.batch_size), I(b.runs), I(b.reached), I(b.never_reached),
-                         I(b.diverged), I(b.failed), I(b.unfinished), I(b.no_metric),
+                         I(b.diverged), I(b.failed), I(b.unfinished), I(b.no_metric), I(b.pruned),
                          b.best ? N(b.best_steps) : "", b.best ? N(b.best_samples) : "",
                          I(static_cast<int64_t>(b.seed_steps.size())), b.best ? b.best->run_id : "",
                          b.best ? b.best->label : ""});
@@ -98,9 +98,25 @@ std::vector<Table> TargetTables(const TargetSection& target) {
   best.notes.push_back(
       "Best over the other swept values (learning rate, rule, optimizer) as in Shallue et al. "
       "2018; a configuration counts only if all its seeds reached the target (steps: seed mean). "
-      "runs = reached + never_reached + diverged + failed + unfinished + no_metric; best_steps is "
-      "empty where no configuration reached the target.");
-  return {best, runs};
+      "runs = reached + never_reached + diverged + failed + unfinished + no_metric + pruned; "
+      "best_steps is empty where no configuration reached the target.");
+  if (target.lr_found.empty()) return {best, runs};
+  const std::string& path = target.lr_search_path;
+  Table lr{"lr_search",
+           "LR found by the search per batch size (" + path + ")",
+           {"batch_size", "others", path, "best_steps", "runs", "lrs_tried", "at_range_edge"},
+           {},
+           {}};
+  for (const LrFound& f : target.lr_found) {
+    lr.rows.push_back({I(f.batch_size), f.others, f.lr ? N(*f.lr) : "", f.lr ? N(f.best_steps) : "",
+                       I(f.runs), I(f.lrs), f.at_edge ? "yes" : "no"});
+  }
+  lr.notes.push_back(
+      "Adaptive search (docs/spec.md \"LR search\"): a coarse log grid over the range, then "
+      "bracketing refinement around the best; best = fewest mean steps with every seed reaching "
+      "the target (empty: no LR reached it). runs: every run the search used at that batch size "
+      "(pruned ones included).");
+  return {best, lr, runs};
 }
 
 std::vector<Table> CritTables(const CritSection& crit) {

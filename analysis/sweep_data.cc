@@ -83,6 +83,14 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
   sweep.name = name;
   sweep.version = reader->version();
 
+  {
+    // The spec's adaptive LR search (docs/spec.md "LR search"): which path it searched.
+    BATCHLAB_ASSIGN_OR_RETURN(const std::string text, reader->SpecJson());
+    const nlohmann::json spec = nlohmann::json::parse(text, nullptr, false);
+    if (spec.is_object() && spec.contains("lr_search") && spec["lr_search"].is_object()) {
+      sweep.lr_search_path = spec["lr_search"].value("path", std::string("lr.base"));
+    }
+  }
   std::unordered_map<int64_t, size_t> by_key;  // run_key -> index in sweep.runs
   BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::SweepRunRow> rows, reader->Runs());
   for (results::SweepRunRow& row : rows) {

@@ -177,10 +177,16 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
     fmt::print(stderr, "[{}] version {} extended: {}\n", spec.name, out.version, out.extended);
   }
   fmt::print(stderr,
-             "[{}] version {}: {} runs: {} finished now, {} skipped (already finished), {} failed, "
-             "{} cancelled; {} attempts; wall {:.1f} s, lower bound {:.1f} s\n",
-             spec.name, out.version, out.total, out.succeeded, out.skipped, out.failed,
+             "[{}] version {}: {} runs: {} finished now, {} pruned, {} skipped (already finished), "
+             "{} failed, {} cancelled; {} attempts; wall {:.1f} s, lower bound {:.1f} s\n",
+             spec.name, out.version, out.total, out.succeeded, out.pruned, out.skipped, out.failed,
              out.cancelled, out.attempts, out.wall_seconds, out.lower_bound_seconds);
+  if (spec.lr_search.enabled) {
+    fmt::print(stderr,
+               "[{}] LR search: {} round(s) added by this run; `batchlab analyze target --sweep "
+               "{}` shows the LR found per batch size\n",
+               spec.name, out.search_rounds, spec.name);
+  }
   if (out.stopped) {
     ctx.stopped_by_signal = signals.signal_number();
     return CancelledError(fmt::format(

@@ -394,4 +394,17 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
   return plan;
 }
 
+PlannedRun WithSweptValue(const PlannedRun& run, const std::string& path,
+                          const nlohmann::json& value, int ordinal) {
+  PlannedRun out = run;
+  SetPath(out.config, path, value);
+  out.config.erase("run_id");
+  out.id = RunIdOf(out.config);
+  out.config["run_id"] = out.id;
+  out.params[path] = value.dump();
+  out.scaled_lr = ScaledLr(out.config);
+  out.ordinal = ordinal;
+  return out;
+}
+
 }  // namespace batchlab::orchestrator

@@ -57,6 +57,11 @@ struct ExpandOptions {
 
 StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options);
 
+// `run` with the swept `path` set to `value` (the LR search's later rounds, lr_search.h): a new
+// id, params[path] and scaled LR to match, and `ordinal`. Constraints are not re-checked.
+PlannedRun WithSweptValue(const PlannedRun& run, const std::string& path,
+                          const nlohmann::json& value, int ordinal);
+
 // Reads a dotted path of a JSON object (nullptr if absent).
 const nlohmann::json* FindPath(const nlohmann::json& object, const std::string& dotted_path);
 // Sets a dotted path, creating intermediate objects.

@@ -12,6 +12,7 @@ LptQueue::LptQueue(int pool_slots) : pool_slots_(std::max(1, pool_slots)) {}
 void LptQueue::Add(QueuedJob job) {
   job.slots = std::clamp(job.slots, 1, pool_slots_);
   auto before = [](const QueuedJob& a, const QueuedJob& b) {
+    if (a.priority != b.priority) return a.priority < b.priority;
     if (a.expected_seconds != b.expected_seconds) return a.expected_seconds > b.expected_seconds;
     return a.key < b.key;
   };

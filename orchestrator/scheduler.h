@@ -24,6 +24,7 @@ struct QueuedJob {
   int slots = 1;                // clamped to [1, pool slots] by Add
   double expected_seconds = 0;  // ordering key: longest first
   double not_before = 0;        // earliest start (retry backoff), same clock as `now`
+  int priority = 0;             // lower first (e.g. first seeds before second seeds), then longest
 };
 
 class LptQueue {

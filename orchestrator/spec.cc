@@ -9,9 +9,9 @@
 #include <boost/filesystem.hpp>
 
 #include "orchestrator/config_schema.h"
+#include "orchestrator/expansion.h"
 #include "orchestrator/json_guard.h"
 #include "orchestrator/launch_options.h"
-#include "orchestrator/expansion.h"
 #include "orchestrator/run_identity.h"
 #include "orchestrator/spec_bounds.h"
 
@@ -105,15 +105,15 @@ Status CheckPathsDisjoint(const std::vector<std::pair<std::string, std::string>>
 }
 
 StatusOr<Axis::Column> ParseColumn(bool user_program, const std::string& path,
-                                   const ordered_json& values,
-                                   const std::string& where) {
+                                   const ordered_json& values, const std::string& where) {
   if (!values.is_array() || values.empty()) {
     return Bad(where, fmt::format("{} is not a non-empty array of values", values.dump()));
   }
   Axis::Column col{path, {}};
   for (size_t i = 0; i < values.size(); ++i) {
     json v = json::parse(values[i].dump());
-    BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(path, v, fmt::format("{}[{}]", where, i), user_program));
+    BATCHLAB_RETURN_IF_ERROR(
+        ValidateConfigValue(path, v, fmt::format("{}[{}]", where, i), user_program));
     col.values.push_back(std::move(v));
   }
   return col;
@@ -154,6 +154,64 @@ Status ParseAxes(const ordered_json& doc, Spec* spec,
       spec->axes.push_back(std::move(axis));
     }
   }
+  return OkStatus();
+}
+
+// `lr_search` (lr_search.h): validated, and its coarse grid added as one more axis, so the first
+// round is ordinary expansion; later rounds are added by the executor as results arrive.
+Status ParseLrSearch(const ordered_json& doc, Spec* spec,
+                     std::vector<std::pair<std::string, std::string>>* paths) {
+  const ordered_json& o = doc["lr_search"];
+  if (!o.is_object()) {
+    return Bad("lr_search",
+               "is not an object {\"min\": 0.001, \"max\": 1, \"grid\": 5, "
+               "\"rounds\": 2} (the range of learning rates searched per batch size)");
+  }
+  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(o, "lr_search", {"path", "min", "max", "grid", "rounds"}));
+  LrSearch& ls = spec->lr_search;
+  ls.enabled = true;
+  if (o.contains("path")) {
+    BATCHLAB_ASSIGN_OR_RETURN(ls.path, String(o["path"], "lr_search.path"));
+  }
+  if (ls.path != "lr.base" && ls.path.rfind("params.", 0) != 0) {
+    return Bad("lr_search.path", fmt::format("\"{}\" cannot be searched: use \"lr.base\" "
+                                             "(default) or a \"params.*\" number of your program",
+                                             ls.path));
+  }
+  for (const char* key : {"min", "max"}) {
+    if (!o.contains(key)) {
+      return Bad(fmt::format("lr_search.{}", key),
+                 "is missing: give the range, e.g. \"min\": 0.001, \"max\": 1");
+    }
+  }
+  BATCHLAB_ASSIGN_OR_RETURN(ls.min, Number(o["min"], "lr_search.min", 1e-12, 1e6));
+  BATCHLAB_ASSIGN_OR_RETURN(ls.max, Number(o["max"], "lr_search.max", 1e-12, 1e6));
+  if (!(ls.max > ls.min)) {
+    return Bad("lr_search.max",
+               fmt::format("{} is not greater than lr_search.min ({})", ls.max, ls.min));
+  }
+  if (o.contains("grid")) {
+    BATCHLAB_ASSIGN_OR_RETURN(long long g, Integer(o["grid"], "lr_search.grid", 2, 50));
+    ls.grid = static_cast<int>(g);
+  }
+  if (o.contains("rounds")) {
+    BATCHLAB_ASSIGN_OR_RETURN(long long r, Integer(o["rounds"], "lr_search.rounds", 0, 10));
+    ls.rounds = static_cast<int>(r);
+  }
+  bool has_target = spec->base.contains("target") && spec->base["target"].is_object();
+  for (const auto& p : *paths) has_target = has_target || p.first == "target";
+  if (!has_target) {
+    return Bad("lr_search",
+               "needs a target: learning rates are ranked by steps to target; set "
+               "base.target, e.g. {\"metric\": \"test_accuracy\", \"op\": \">=\", "
+               "\"value\": 0.85}");
+  }
+  ordered_json grid = ordered_json::array();
+  for (double v : CoarseGrid(ls)) grid.push_back(v);
+  BATCHLAB_ASSIGN_OR_RETURN(auto col,
+                            ParseColumn(spec->user_program, ls.path, grid, "lr_search.path"));
+  paths->emplace_back(ls.path, "lr_search.path");
+  spec->axes.push_back(Axis{{std::move(col)}});
   return OkStatus();
 }
 
@@ -391,8 +449,8 @@ bool NamesProgram(const ordered_json& doc) {
       if (any_key(group)) return true;
     }
   }
-  return doc.contains("random") && doc["random"].is_object() &&
-         doc["random"].contains("params") && any_key(doc["random"]["params"]);
+  return doc.contains("random") && doc["random"].is_object() && doc["random"].contains("params") &&
+         any_key(doc["random"]["params"]);
 }
 
 // A swept `params.*` path must name a parameter that base.params declares (with its default):
@@ -414,10 +472,10 @@ Status CheckSweptParamsDeclared(const json& base,
 
 Status ParseDocument(const ordered_json& doc, Spec* spec) {
   if (!doc.is_object()) return Bad("(top level)", "a spec is a JSON object");
-  BATCHLAB_RETURN_IF_ERROR(
-      OnlyKeys(doc, "",
-               {"$schema", "name", "description", "base", "axes", "zip", "random", "constraints",
-                "seeds", "repeats", "seed", "max_runs", "resources", "launch", "slurm"}));
+  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(
+      doc, "",
+      {"$schema", "name", "description", "base", "axes", "zip", "random", "constraints", "seeds",
+       "repeats", "seed", "max_runs", "resources", "launch", "slurm", "prune", "lr_search"}));
   if (!doc.contains("name")) return Bad("name", "is missing (the sweep's name)");
   BATCHLAB_ASSIGN_OR_RETURN(spec->name, String(doc["name"], "name"));
   if (spec->name.empty() || spec->name.size() > 64 ||
@@ -439,6 +497,7 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
   std::vector<std::pair<std::string, std::string>> paths;
   BATCHLAB_RETURN_IF_ERROR(ParseAxes(doc, spec, &paths));
   if (doc.contains("random")) BATCHLAB_RETURN_IF_ERROR(ParseRandom(doc["random"], spec, &paths));
+  if (doc.contains("lr_search")) BATCHLAB_RETURN_IF_ERROR(ParseLrSearch(doc, spec, &paths));
   BATCHLAB_RETURN_IF_ERROR(CheckPathsDisjoint(paths));
   if (doc.contains("constraints")) {
     BATCHLAB_RETURN_IF_ERROR(ParseConstraints(doc["constraints"], spec));
@@ -453,6 +512,12 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
   }
   if (doc.contains("launch")) BATCHLAB_RETURN_IF_ERROR(ParseLaunch(doc["launch"], &spec->launch));
   if (doc.contains("slurm")) BATCHLAB_RETURN_IF_ERROR(ParseSlurm(doc["slurm"], &spec->slurm));
+  if (doc.contains("prune")) {
+    if (!doc["prune"].is_boolean()) {
+      return Bad("prune", "is not true or false (false turns exact pruning off; default true)");
+    }
+    spec->prune = doc["prune"].get<bool>();
+  }
   BATCHLAB_RETURN_IF_ERROR(CheckSweptParamsDeclared(spec->base, paths));
   // batch_size has no default: it must come from base or an axis.
   bool has_batch = spec->base.contains("batch_size");

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "orchestrator/lr_search.h"
 
 namespace batchlab::orchestrator {
 
@@ -86,6 +87,8 @@ struct Spec {
   std::vector<Constraint> constraints;
   std::vector<long long> seeds{1};
   long long max_runs = 1000;
+  bool prune = true;   // stop runs that can no longer change the best steps to target (pruning.h)
+  LrSearch lr_search;  // adaptive LR search per batch size (its coarse grid is the last axis)
   Resources resources;
   LaunchSettings launch;
   SlurmSettings slurm;

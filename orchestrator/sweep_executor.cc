@@ -1,8 +1,8 @@
 #include "orchestrator/sweep_executor.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -11,8 +11,11 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/filesystem.hpp>
 
+#include "orchestrator/lr_search.h"
+#include "orchestrator/pruning.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/spec_extension.h"
 
@@ -94,8 +97,22 @@ struct Active {
   double end_seen = 0;      // when the end line was first seen (0: not yet)
   bool stop_after_end = false;
   int slots = 1;
-  int port = 0;  // MASTER_PORT of a user program's ranks (0: none)
+  int port = 0;              // MASTER_PORT of a user program's ranks (0: none)
+  double prune_sent = 0;     // when the stop file was written (0: not pruned)
+  std::string prune_reason;  // why (pruning.h)
 };
+
+// The target of a resolved config as the results store reads it (nullopt: none).
+struct RunTarget {
+  std::string metric, op;
+  double value = 0;
+};
+std::optional<RunTarget> TargetOf(const nlohmann::json& config) {
+  const auto t = config.find("target");
+  if (t == config.end() || !t->is_object()) return std::nullopt;
+  return RunTarget{t->value("metric", std::string("test_accuracy")),
+                   t->value("op", std::string(">=")), t->value("value", 0.0)};
+}
 
 class Execution {
  public:
@@ -110,6 +127,7 @@ class Execution {
         queue_(options.slots),
         attempt_(plan.runs.size(), 0),
         failures_(plan.runs.size(), 0) {
+    for (size_t i = 0; i < plan_.runs.size(); ++i) Track(i);
     now_ = options.clock.now ? options.clock.now : SteadySeconds;
     sleep_ = options.clock.sleep ? options.clock.sleep : [](double seconds) {
       std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
@@ -117,9 +135,8 @@ class Execution {
   }
 
   StatusOr<SweepOutcome> Run() {
-    BATCHLAB_ASSIGN_OR_RETURN(auto sweep,
-                              OpenSweep(store_, spec_, options_.new_version, &out_.new_sweep,
-                                        &out_.extended));
+    BATCHLAB_ASSIGN_OR_RETURN(auto sweep, OpenSweep(store_, spec_, options_.new_version,
+                                                    &out_.new_sweep, &out_.extended));
     out_.sweep_id = sweep.id;
     out_.version = sweep.version;
     out_.total = static_cast<int>(plan_.runs.size());
@@ -148,6 +165,7 @@ class Execution {
       auto it = by_id.find(r.id);
       if (it == by_id.end()) {
         // The same config is already a run of an earlier version of this sweep.
+        done_[i] = true;
         ++out_.skipped;
         Event(fmt::format("run {} ({}) belongs to an earlier version of the sweep; not re-run",
                           r.id, ParamsText(r)));
@@ -156,6 +174,7 @@ class Execution {
       const results::RunRecord& rec = *it->second;
       attempt_[i] = rec.attempt;
       if (results::IsFinished(rec.state)) {
+        BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
         ++out_.skipped;
         continue;
       }
@@ -168,15 +187,15 @@ class Execution {
         const std::string dir =
             recorded ? *recorded : AttemptDir(runs_dir_, spec_.name, r.id, rec.attempt, "");
         launcher_.CleanUpStale(dir);
-        BATCHLAB_ASSIGN_OR_RETURN(
-            results::IngestStats tail,
-            store_.IngestMetrics(r.id, rec.attempt, dir + "/metrics.jsonl",
-                                 results::IngestPass::kFinal));
+        BATCHLAB_ASSIGN_OR_RETURN(results::IngestStats tail,
+                                  store_.IngestMetrics(r.id, rec.attempt, dir + "/metrics.jsonl",
+                                                       results::IngestPass::kFinal));
         if (std::optional<RunState> ended = FinishedState(tail.end_outcome)) {
           // The runner finished on its own terms before anyone recorded it: keep that result.
           BATCHLAB_RETURN_IF_ERROR(store_.Transition(
               r.id, *ended,
               {std::nullopt, "recovered from the end line after the orchestrator stopped"}));
+          BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
           ++out_.skipped;
           Event(fmt::format("run {} had finished ({}) while no orchestrator watched; kept", r.id,
                             results::RunStateName(*ended)));
@@ -189,10 +208,14 @@ class Execution {
         Event(
             fmt::format("run {} was interrupted in attempt {}; it runs again", r.id, rec.attempt));
       }
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0});
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i)});
     }
     if (out_.skipped > 0)
       Event(fmt::format("{} of {} runs already finished; skipped", out_.skipped, out_.total));
+    // The LR search's later rounds, re-derived from the results in the database.
+    for (size_t i = 0, n = plan_.runs.size(); i < n; ++i) {
+      BATCHLAB_RETURN_IF_ERROR(AdvanceSearch(i));
+    }
     return OkStatus();
   }
 
@@ -216,7 +239,13 @@ class Execution {
         int used = 0;
         for (const auto& a : active_) used += a.slots;
         for (int key : queue_.TakeStartable(options_.slots - used, now)) {
-          BATCHLAB_RETURN_IF_ERROR(Launch(static_cast<size_t>(key)));
+          // A run that can no longer change the answer is never started.
+          if (std::optional<std::string> why = prune_.WhyPrune(static_cast<size_t>(key))) {
+            BATCHLAB_RETURN_IF_ERROR(PruneWaiting(static_cast<size_t>(key), *why));
+          } else {
+            BATCHLAB_RETURN_IF_ERROR(Launch(static_cast<size_t>(key)));
+          }
+          BATCHLAB_RETURN_IF_ERROR(AdvanceSearch(static_cast<size_t>(key)));
         }
       }
       for (size_t k = 0; k < active_.size();) {
@@ -235,6 +264,16 @@ class Execution {
             BATCHLAB_RETURN_IF_ERROR(Ingest(a, results::IngestPass::kLive));
             a.last_ingest = now;
             if (a.saw_end && a.end_seen == 0) a.end_seen = now;
+            BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kRunning));
+            BATCHLAB_RETURN_IF_ERROR(PruneRunning(now));
+          }
+          // Asked to stop (pruned) and still going after the grace period: the program does not
+          // honour the stop file; end it like a timeout.
+          if (a.prune_sent > 0 && !a.timed_out && !a.stop_after_end &&
+              now - a.prune_sent > options_.terminate_grace_seconds) {
+            a.stop_after_end = true;
+            a.terminate_sent = now;
+            a.job->Terminate();
           }
           // It wrote its end line but does not exit (e.g. hangs in a collective): its result is
           // in; stop it after the grace period instead of waiting for a timeout.
@@ -250,8 +289,13 @@ class Execution {
           ++k;
           continue;
         }
+        const size_t index = a.index;
         BATCHLAB_RETURN_IF_ERROR(Finish(a, st, stopping));
         active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
+        if (!stopping) {
+          BATCHLAB_RETURN_IF_ERROR(PruneRunning(now));
+          BATCHLAB_RETURN_IF_ERROR(AdvanceSearch(index));
+        }
       }
       ReportProgress(now);
       sleep_(options_.poll_seconds);
@@ -316,6 +360,7 @@ class Execution {
     a.slots = req.slots;
     a.port = req.env.count("MASTER_PORT") ? std::stoi(req.env.at("MASTER_PORT")) : 0;
     if (spec_.resources.timeout_seconds > 0) a.deadline = now + spec_.resources.timeout_seconds;
+    prune_.SetRunning(i, -1);
     Event(fmt::format("run {} ({}) started, attempt {}", r.id, ParamsText(r), attempt));
     active_.push_back(std::move(a));
     return OkStatus();
@@ -389,15 +434,19 @@ class Execution {
       // The end line was written: its outcome wins over what came after it.
       state = *end_state;
       retryable = false;
-      message = fmt::format(
-          "{} after its end line ({}); the end line's outcome is kept",
-          a.timed_out         ? "timed out"
-          : a.stop_after_end  ? "did not exit and was stopped"
-          : stopping          ? "was stopped by the sweep's stop"
-          : st.signal         ? fmt::format("killed by signal {}", *st.signal)
-          : st.exit_code      ? fmt::format("exited {}", *st.exit_code)
-                              : std::string("ended without an exit code"),
-          a.end_outcome);
+      message = fmt::format("{} after its end line ({}); the end line's outcome is kept",
+                            a.timed_out        ? "timed out"
+                            : a.stop_after_end ? "did not exit and was stopped"
+                            : stopping         ? "was stopped by the sweep's stop"
+                            : st.signal        ? fmt::format("killed by signal {}", *st.signal)
+                            : st.exit_code     ? fmt::format("exited {}", *st.exit_code)
+                                               : std::string("ended without an exit code"),
+                            a.end_outcome);
+    } else if (a.prune_sent > 0) {
+      // Asked to stop because it could no longer change the answer: pruned, whatever way it ended.
+      state = RunState::kPruned;
+      retryable = false;
+      message = "pruned: " + a.prune_reason;
     } else if (stopping) {
       state = RunState::kCancelled;
       retryable = false;
@@ -419,6 +468,13 @@ class Execution {
       retryable = st.exit_code != 2 && !st.unrunnable;
     }
     BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, state, {code, message}));
+    BATCHLAB_RETURN_IF_ERROR(
+        UpdatePrune(a.index, results::IsFinished(state) ? Phase::kFinished : Phase::kWaiting));
+    if (state == RunState::kPruned) {
+      ++out_.pruned;
+      Event(fmt::format("run {} pruned after {:.1f} s", r.id, seconds));
+      return OkStatus();
+    }
     if (state == RunState::kCancelled) {
       ++out_.cancelled;
       Event(fmt::format("run {} cancelled", r.id));
@@ -444,14 +500,193 @@ class Execution {
                                          results::RunStateName(state), failures_[i],
                                          spec_.resources.retries, backoff)));
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {}));
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, now_() + backoff});
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, now_() + backoff, Priority(i)});
       Event(fmt::format("run {} {} ({}); retry {}/{} in {:.1f} s", r.id,
                         results::RunStateName(state), first_line, failures_[i],
                         spec_.resources.retries, backoff));
       return OkStatus();
     }
     ++out_.failed;
+    done_[i] = true;
     Event(fmt::format("run {} {}: {}", r.id, results::RunStateName(state), first_line));
+    return OkStatus();
+  }
+
+  // Queue order: with pruning, every configuration's first seed before any second seed, so a
+  // configuration that reaches the target early sets the bar for the others.
+  int Priority(size_t i) const {
+    if (!spec_.prune) return 0;
+    const auto it =
+        std::find(spec_.seeds.begin(), spec_.seeds.end(), plan_.runs[i].config.value("seed", 0LL));
+    return static_cast<int>(it - spec_.seeds.begin());
+  }
+
+  // Tells the pruning book what the database now knows of run i: finished runs either hit the
+  // target or are out; running ones are bounded by the target metric's last logged step; the
+  // others (failed, cancelled, timed out: they may run again from scratch) wait.
+  enum class Phase { kFinished, kRunning, kWaiting };
+  Status UpdatePrune(size_t i, Phase phase) {
+    const std::optional<RunTarget> target = TargetOf(plan_.runs[i].config);
+    if (phase == Phase::kFinished) done_[i] = true;
+    if ((!spec_.prune && !spec_.lr_search.enabled) || !target) return OkStatus();
+    BATCHLAB_ASSIGN_OR_RETURN(
+        results::TargetProgress p,
+        store_.TargetProgressOf(plan_.runs[i].id, target->metric, target->op, target->value));
+    if (phase == Phase::kFinished) hit_[i] = p.hit_step;
+    if (p.hit_step && phase != Phase::kWaiting) {
+      prune_.SetReached(i, *p.hit_step);
+    } else if (phase == Phase::kFinished) {
+      prune_.SetOut(i);
+    } else if (phase == Phase::kRunning) {
+      prune_.SetRunning(i, p.last_step.value_or(-1));
+    } else {
+      prune_.SetWaiting(i);
+    }
+    return OkStatus();
+  }
+
+  // Asks every running run that can no longer change the answer to stop: the file `stop` in its
+  // attempt folder (docs/protocol.md), an event with the reason, SIGTERM after the grace period.
+  Status PruneRunning(double now) {
+    for (Active& a : active_) {
+      if (a.prune_sent > 0 || a.saw_end) continue;
+      std::optional<std::string> why = prune_.WhyPrune(a.index);
+      if (!why) continue;
+      std::ofstream stop(a.dir + "/stop");
+      stop << nlohmann::json{{"reason", "pruned"}, {"message", *why}}.dump() << "\n";
+      stop.close();
+      a.prune_sent = now;
+      a.prune_reason = *why;
+      BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(plan_.runs[a.index].id, "prune", *why));
+      Event(fmt::format("run {} asked to stop: {}", plan_.runs[a.index].id, *why));
+    }
+    return OkStatus();
+  }
+
+  // A waiting run that can no longer change the answer: recorded as pruned, never started.
+  Status PruneWaiting(size_t i, const std::string& why) {
+    const PlannedRun& r = plan_.runs[i];
+    BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "prune", why));
+    BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPruned,
+                                               {std::nullopt, "pruned before it started: " + why}));
+    prune_.SetOut(i);
+    done_[i] = true;
+    ++out_.pruned;
+    Event(fmt::format("run {} ({}) pruned before it started", r.id, ParamsText(r)));
+    return OkStatus();
+  }
+
+  // Registers plan_.runs[i] with the pruning book and the LR search (constructor, new rounds).
+  void Track(size_t i) {
+    const PlannedRun& r = plan_.runs[i];
+    // With an LR search, runs are compared only within their search point, so pruning never
+    // changes which LR is best there (and so never the search's path).
+    std::string group = PruneGroup(r, spec_.prune);
+    if (!group.empty() && spec_.lr_search.enabled) group += " " + SearchGroup(r);
+    prune_.Add(group, PruneConfig(r), r.id);
+    hit_.emplace_back();
+    done_.push_back(false);
+    if (spec_.lr_search.enabled) {
+      search_groups_[SearchGroup(r)].push_back(i);
+      search_group_of_.push_back(SearchGroup(r));
+    } else {
+      search_group_of_.emplace_back();
+    }
+  }
+
+  // The LR search's unit: the run's swept values without the searched path and the seed.
+  std::string SearchGroup(const PlannedRun& r) const {
+    std::string key;
+    for (const auto& [name, value] : r.params) {
+      if (name != "seed" && name != spec_.lr_search.path) key += name + "=" + value + ",";
+    }
+    return key;
+  }
+
+  // Once every run of run i's search group is done, adds the search's next round (lr_search.h)
+  // as ordinary runs: in the database, queued, pruned like any other. On resume the rounds the
+  // database already holds are re-derived from their results, in the same order.
+  Status AdvanceSearch(size_t i) {
+    if (!spec_.lr_search.enabled) return OkStatus();
+    const std::string group = search_group_of_[i];
+    for (;;) {
+      const std::vector<size_t>& members = search_groups_[group];
+      if (!std::all_of(members.begin(), members.end(), [&](size_t m) { return done_[m]; })) {
+        return OkStatus();
+      }
+      // Per LR: the mean hit step over its seeds when every seed reached the target.
+      std::map<std::string, std::vector<size_t>> by_lr;
+      for (size_t m : members) by_lr[plan_.runs[m].params.at(spec_.lr_search.path)].push_back(m);
+      std::vector<LrResult> tried;
+      for (const auto& [text, runs] : by_lr) {
+        LrResult r{std::stod(text), std::nullopt};
+        double sum = 0;
+        bool all = true;
+        for (size_t m : runs) {
+          all = all && hit_[m].has_value();
+          if (hit_[m]) sum += static_cast<double>(*hit_[m]);
+        }
+        if (all) r.steps = sum / static_cast<double>(runs.size());
+        tried.push_back(r);
+      }
+      int& rounds = search_rounds_[group];
+      const std::vector<double> next = NextLrs(spec_.lr_search, tried, rounds);
+      if (next.empty()) return OkStatus();
+      ++rounds;
+      // One new run per seed, from the runs of the best LR (same batch size and other values).
+      const std::optional<double> best = BestLr(tried);
+      std::vector<size_t> templates;
+      for (const auto& [text, runs] : by_lr) {
+        if (std::stod(text) == *best) templates = runs;
+      }
+      std::vector<size_t> added;
+      for (double lr : next) {
+        for (size_t t : templates) {
+          PlannedRun run = WithSweptValue(plan_.runs[t], spec_.lr_search.path, nlohmann::json(lr),
+                                          static_cast<int>(plan_.runs.size()));
+          results::RunRecord rec;
+          rec.id = run.id;
+          rec.sweep_id = out_.sweep_id;
+          rec.ordinal = run.ordinal;
+          rec.config_json = run.config.dump();
+          rec.params = run.params;
+          BATCHLAB_RETURN_IF_ERROR(store_.AddRun(rec));
+          plan_.runs.push_back(std::move(run));
+          attempt_.push_back(0);
+          failures_.push_back(0);
+          Track(plan_.runs.size() - 1);
+          added.push_back(plan_.runs.size() - 1);
+        }
+      }
+      ++out_.search_rounds;
+      out_.total += static_cast<int>(added.size());
+      Event(fmt::format("LR search ({}): best {} = {} so far; adds {}", group, spec_.lr_search.path,
+                        *best, fmt::join(next, ", ")));
+      BATCHLAB_RETURN_IF_ERROR(QueueNew(added));
+    }
+  }
+
+  // New runs of the LR search: queued, or (resume) taken as they are in the database.
+  Status QueueNew(const std::vector<size_t>& added) {
+    BATCHLAB_ASSIGN_OR_RETURN(auto existing, store_.RunsOfSweep(out_.sweep_id));
+    std::map<std::string, const results::RunRecord*> by_id;
+    for (const auto& rec : existing) by_id[rec.id] = &rec;
+    for (size_t i : added) {
+      const PlannedRun& r = plan_.runs[i];
+      auto it = by_id.find(r.id);
+      if (it == by_id.end()) {  // a run of an earlier version of the sweep
+        done_[i] = true;
+        ++out_.skipped;
+        continue;
+      }
+      attempt_[i] = it->second->attempt;
+      if (results::IsFinished(it->second->state)) {
+        BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
+        ++out_.skipped;
+        continue;
+      }
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i)});
+    }
     return OkStatus();
   }
 
@@ -463,7 +698,7 @@ class Execution {
     if (options_.progress == nullptr) return;
     ProgressCounts c;
     c.total = out_.total;
-    c.done = out_.skipped + out_.succeeded + out_.failed + out_.cancelled;
+    c.done = out_.skipped + out_.succeeded + out_.failed + out_.cancelled + out_.pruned;
     c.running = static_cast<int>(active_.size());
     c.failed = out_.failed;
     c.waiting = static_cast<int>(queue_.size());
@@ -476,7 +711,7 @@ class Execution {
   }
 
   const Spec& spec_;
-  const Plan& plan_;
+  Plan plan_;  // grows as the LR search adds rounds
   results::Store& store_;
   Launcher& launcher_;
   const ExecutorOptions& options_;
@@ -485,6 +720,12 @@ class Execution {
   std::vector<int> attempt_;   // last attempt number started (0: none)
   std::vector<int> failures_;  // failures during this call (for the retry limit)
   std::vector<Active> active_;
+  PruneBook prune_;                          // indexed like plan_.runs
+  std::vector<std::optional<int64_t>> hit_;  // finished runs: the step that met the target
+  std::vector<bool> done_;                   // finished, or failed for good in this call
+  std::map<std::string, std::vector<size_t>> search_groups_;  // LR search: group -> runs
+  std::vector<std::string> search_group_of_;
+  std::map<std::string, int> search_rounds_;  // LR search: refinement rounds added per group
   SweepOutcome out_;
   std::function<double()> now_;
   std::function<void(double)> sleep_;
@@ -504,6 +745,8 @@ RunState StateForExitCode(int exit_code) {
       return RunState::kDiverged;
     case 5:
       return RunState::kBudgetExhausted;
+    case 6:
+      return RunState::kPruned;
     default:
       return RunState::kFailed;
   }
@@ -511,7 +754,8 @@ RunState StateForExitCode(int exit_code) {
 
 std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
                        const std::string& run_id, int attempt, const std::string& database_id) {
-  if (database_id.empty()) return fmt::format("{}/{}/{}/attempt-{}", runs_dir, sweep, run_id, attempt);
+  if (database_id.empty())
+    return fmt::format("{}/{}/{}/attempt-{}", runs_dir, sweep, run_id, attempt);
   return fmt::format("{}/{}/{}/attempt-{}-{}", runs_dir, sweep, run_id, attempt, database_id);
 }
 

@@ -41,8 +41,8 @@ namespace batchlab::orchestrator {
 // The executor's time: a monotonic clock in seconds and a sleep. Tests pass a fake that advances
 // a counter, so retries, backoff and timeouts run without real waiting.
 struct ExecutorClock {
-  std::function<double()> now;         // default: steady_clock seconds
-  std::function<void(double)> sleep;   // default: std::this_thread::sleep_for
+  std::function<double()> now;        // default: steady_clock seconds
+  std::function<void(double)> sleep;  // default: std::this_thread::sleep_for
 };
 
 struct ExecutorOptions {
@@ -68,6 +68,8 @@ struct SweepOutcome {
   int succeeded = 0;               // completed, target_reached, budget_exhausted, diverged now
   int failed = 0;                  // failed or timed out after all retries
   int cancelled = 0;               // stopped by a stop request
+  int pruned = 0;                  // stopped early or never started: could not change the answer
+  int search_rounds = 0;           // LR search: rounds added (over all batch sizes) by this call
   int interrupted = 0;             // found running from a killed orchestrator and re-queued
   int attempts = 0;                // attempts started by this call
   bool stopped = false;            // a stop request ended the sweep early
@@ -80,7 +82,8 @@ StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results:
                                     Launcher& launcher, const ExecutorOptions& options);
 
 // The run state a runner exit code means when the runner wrote its `end` line
-// (docs/protocol.md): 0 completed, 3 target_reached, 4 diverged, 5 budget_exhausted, else failed.
+// (docs/protocol.md): 0 completed, 3 target_reached, 4 diverged, 5 budget_exhausted, 6 pruned,
+// else failed.
 results::RunState StateForExitCode(int exit_code);
 
 // Where attempt `attempt` of a run keeps its config, metrics and logs, for the database with id

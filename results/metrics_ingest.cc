@@ -70,7 +70,7 @@ Status MetricsIngester::PrepareStatements() {
   BATCHLAB_ASSIGN_OR_RETURN(
       select_outcome_,
       db_.Prepare("SELECT outcome FROM runs WHERE run_key = ? AND attempt = ? AND outcome IN "
-                  "('completed', 'target_reached', 'diverged', 'budget_exhausted')"));
+                  "('completed', 'target_reached', 'diverged', 'budget_exhausted', 'pruned')"));
   BATCHLAB_ASSIGN_OR_RETURN(insert_event_,
                             db_.Prepare("INSERT INTO events(run_key, attempt, time, kind, message) "
                                         "VALUES(?, ?, ?, ?, ?)"));

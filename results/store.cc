@@ -19,7 +19,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<RunState, const char*>, 9> kStateNames = {{
+constexpr std::array<std::pair<RunState, const char*>, 10> kStateNames = {{
     {RunState::kPending, "pending"},
     {RunState::kRunning, "running"},
     {RunState::kCompleted, "completed"},
@@ -29,6 +29,7 @@ constexpr std::array<std::pair<RunState, const char*>, 9> kStateNames = {{
     {RunState::kFailed, "failed"},
     {RunState::kTimedOut, "timed_out"},
     {RunState::kCancelled, "cancelled"},
+    {RunState::kPruned, "pruned"},
 }};
 
 double NowSeconds() {
@@ -301,8 +302,7 @@ class SqliteStore final : public Store {
     return tx.Commit();
   }
 
-  StatusOr<std::optional<std::string>> AttemptDir(const std::string& run_id,
-                                                  int attempt) override {
+  StatusOr<std::optional<std::string>> AttemptDir(const std::string& run_id, int attempt) override {
     BATCHLAB_ASSIGN_OR_RETURN(
         Statement q, db_->Prepare("SELECT a.dir FROM attempts a JOIN runs r USING (run_key) "
                                   "WHERE r.id = ? AND a.attempt = ?"));
@@ -316,6 +316,29 @@ class SqliteStore final : public Store {
                                       const std::string& path, IngestPass pass) override {
     BATCHLAB_ASSIGN_OR_RETURN(int64_t run_key, RunKey(run_id));
     return ingester_.Ingest(run_key, attempt, path, pass);
+  }
+
+  StatusOr<TargetProgress> TargetProgressOf(const std::string& run_id, const std::string& metric,
+                                            const std::string& op, double value) override {
+    if (op != ">=" && op != ">" && op != "<=" && op != "<") {
+      return InvalidArgumentError(fmt::format("target operator '{}': use >=, >, <= or <", op));
+    }
+    // `op` is one of four fixed strings: the only text not bound as a parameter.
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare(fmt::format(
+            "SELECT min(CASE WHEN m.value {} ?1 THEN m.step END), max(m.step) FROM metrics m "
+            "JOIN runs r ON r.run_key = m.run_key AND r.attempt = m.attempt "
+            "WHERE r.id = ?2 AND m.name_id = (SELECT id FROM metric_names WHERE name = ?3)",
+            op)));
+    q.BindDouble(1, value).BindText(2, run_id).BindText(3, metric);
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, q.Step());
+    TargetProgress p;
+    if (row) {
+      p.hit_step = q.ColumnOptionalInt(0);
+      p.last_step = q.ColumnOptionalInt(1);
+    }
+    return p;
   }
 
   Status RecordEvent(const std::string& run_id, const std::string& kind,
@@ -366,7 +389,7 @@ bool IsTerminal(RunState s) { return s != RunState::kPending && s != RunState::k
 
 bool IsFinished(RunState s) {
   return s == RunState::kCompleted || s == RunState::kTargetReached || s == RunState::kDiverged ||
-         s == RunState::kBudgetExhausted;
+         s == RunState::kBudgetExhausted || s == RunState::kPruned;
 }
 
 StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {

@@ -34,11 +34,13 @@ enum class RunState {
   kFailed,
   kTimedOut,
   kCancelled,
+  kPruned,  // stopped early: it could no longer change the study's answer (pruning.h)
 };
 const char* RunStateName(RunState s);  // "pending", "running", "completed", "target_reached", ...
 StatusOr<RunState> ParseRunState(const std::string& name);
-bool IsTerminal(RunState s);   // every state but pending and running
-bool IsFinished(RunState s);   // completed, target_reached, diverged, budget_exhausted: never re-run
+bool IsTerminal(RunState s);  // every state but pending and running
+bool IsFinished(RunState s);  // completed, target_reached, diverged, budget_exhausted, pruned:
+                              // never re-run
 
 struct SweepRecord {
   int64_t id = 0;
@@ -72,13 +74,20 @@ struct RunOutcome {
 };
 
 struct IngestStats {
-  int64_t lines_read = 0;      // complete lines seen in this pass
-  int64_t lines_stored = 0;    // lines not seen before
-  int64_t values_stored = 0;   // metric values inserted
-  int64_t corrupt_lines = 0;   // recorded as events, skipped
-  int64_t anomalies = 0;       // lines recorded as anomaly events in this pass (corrupt included)
-  bool saw_end = false;        // the file holds the runner's `end` line
-  std::string end_outcome;     // its `outcome` (any pass), when it names a finished state
+  int64_t lines_read = 0;     // complete lines seen in this pass
+  int64_t lines_stored = 0;   // lines not seen before
+  int64_t values_stored = 0;  // metric values inserted
+  int64_t corrupt_lines = 0;  // recorded as events, skipped
+  int64_t anomalies = 0;      // lines recorded as anomaly events in this pass (corrupt included)
+  bool saw_end = false;       // the file holds the runner's `end` line
+  std::string end_outcome;    // its `outcome` (any pass), when it names a finished state
+};
+
+// How far the current attempt of a run has come toward a target `metric OP value`
+// (OP one of >= > <= <), from the metrics stored so far: what exact pruning and the LR search read.
+struct TargetProgress {
+  std::optional<int64_t> hit_step;   // the first logged step whose metric meets the target
+  std::optional<int64_t> last_step;  // the last step at which the metric was logged
 };
 
 // A live pass leaves a last line without its newline for the next pass (it may still be being
@@ -131,6 +140,11 @@ class Store {
   virtual StatusOr<IngestStats> IngestMetrics(const std::string& run_id, int attempt,
                                               const std::string& path,
                                               IngestPass pass = IngestPass::kLive) = 0;
+
+  // The run's progress toward a target (its current attempt); InvalidArgument for another OP.
+  virtual StatusOr<TargetProgress> TargetProgressOf(const std::string& run_id,
+                                                    const std::string& metric,
+                                                    const std::string& op, double value) = 0;
 
   // Appends a free-form event (retry, error, cancel) to a run's history.
   virtual Status RecordEvent(const std::string& run_id, const std::string& kind,

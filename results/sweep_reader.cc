@@ -92,6 +92,13 @@ SweepReader::~SweepReader() {
   if (db_ != nullptr) db_->Exec("COMMIT").IgnoreError();
 }
 
+StatusOr<std::string> SweepReader::SpecJson() {
+  BATCHLAB_ASSIGN_OR_RETURN(Statement st, db_->Prepare("SELECT spec_json FROM sweeps WHERE id = ?1"));
+  st.BindInt(1, sweep_id_);
+  BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+  return row ? st.ColumnText(0) : std::string();
+}
+
 StatusOr<std::vector<SweepRunRow>> SweepReader::Runs() {
   BATCHLAB_ASSIGN_OR_RETURN(
       Statement st,

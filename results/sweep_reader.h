@@ -68,6 +68,7 @@ class SweepReader {
   int version() const { return version_; }
 
   StatusOr<std::vector<SweepRunRow>> Runs();  // in expansion order
+  StatusOr<std::string> SpecJson();           // the sweep version's spec (canonical JSON)
   StatusOr<std::vector<SweepParamRow>> Params();
   // Metric name ids -> names, only those in `wanted` (every name when empty).
   StatusOr<std::unordered_map<int64_t, std::string>> MetricNames(

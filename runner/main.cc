@@ -9,6 +9,7 @@
 // 1 any other failure. Messages go to stderr prefixed with "batchlab-runner[rank r]:".
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -179,6 +180,7 @@ int Main(int argc, char** argv, int& rank, int& world) {
     std::unique_ptr<MetricsWriter> metrics;
     if (rank == 0) metrics = MetricsWriter::Open(config.metrics_path);
     trainer.set_metrics(metrics.get());
+    trainer.set_stop_file((std::filesystem::path(config_path).parent_path() / "stop").string());
     const Outcome outcome = trainer.Run();
     if (!dump_path.empty()) {
       DumpParameters(trainer.FlatParameters(), dump_path + ".rank" + std::to_string(rank));

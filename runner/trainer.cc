@@ -18,12 +18,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace F = torch::nn::functional;
 
-// The slots of stats_, a 3-element "gradient" bucketed and averaged with the real ones, so the
+// The slots of stats_, a 4-element "gradient" bucketed and averaged with the real ones, so the
 // step's shared values cost no extra collective.
 constexpr int64_t kLossSlot = 0;     // local mean loss          -> global mean loss
 constexpr int64_t kLocalSqSlot = 1;  // |local gradient|^2       -> mean over ranks
 constexpr int64_t kElapsedSlot = 2;  // seconds since start      -> mean over ranks
-constexpr int64_t kStatSlots = 3;
+constexpr int64_t kStopSlot = 3;     // rank 0 saw the stop file -> > 0 on every rank
+constexpr int64_t kStatSlots = 4;
+constexpr double kStopCheckSeconds = 0.1;  // rank 0 looks for the stop file at most this often
 constexpr int64_t kEvalChunk = 2048;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
@@ -52,6 +54,8 @@ const char* OutcomeName(Outcome outcome) {
       return "diverged";
     case Outcome::kBudgetExhausted:
       return "budget_exhausted";
+    case Outcome::kPruned:
+      return "pruned";
   }
   return "completed";
 }
@@ -66,6 +70,8 @@ int ExitCodeFor(Outcome outcome) {
       return 4;
     case Outcome::kBudgetExhausted:
       return 5;
+    case Outcome::kPruned:
+      return 6;
   }
   return 1;
 }
@@ -164,6 +170,14 @@ void Trainer::Allreduce(torch::Tensor& tensor, ReduceOp op) {
   comm_->Allreduce(tensor, op)->Wait(std::chrono::seconds(config_.comm.timeout_seconds));
 }
 
+bool Trainer::StopRequested() {
+  if (rank_ != 0 || stop_file_.empty()) return false;
+  const Clock::time_point now = Clock::now();
+  if (Seconds(last_stop_check_, now) < kStopCheckSeconds) return false;
+  last_stop_check_ = now;
+  return access(stop_file_.c_str(), F_OK) == 0;
+}
+
 double Trainer::ElapsedSeconds() const { return Seconds(start_, Clock::now()); }
 
 torch::Tensor Trainer::Loss(const torch::Tensor& output, const torch::Tensor& target) {
@@ -257,7 +271,7 @@ Outcome Trainer::Run() {
   }
   const bool classification = data_.classes > 0;
   const std::optional<TargetConfig>& target = config_.target;
-  bool diverged = false, reached = false;
+  bool diverged = false, reached = false, stopped = false;
   int64_t target_step = 0, target_samples = 0;
   double target_seconds = 0, initial_loss = 0, elapsed = 0;
   int64_t last_eval_step = -1;
@@ -305,8 +319,10 @@ Outcome Trainer::Run() {
       extra[kLossSlot] = static_cast<float>(local_loss);
       extra[kLocalSqSlot] = measure ? static_cast<float>(GradSquaredNorm()) : 0.0f;
       extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2));
+      extra[kStopSlot] = StopRequested() ? 1.0f : 0.0f;
       buckets_->AllreduceGradients(*comm_, timeout);
     }
+    const bool stop = world_ > 1 ? extra[kStopSlot] > 0 : StopRequested();
     const Clock::time_point t3 = Clock::now();
     const double loss = world_ > 1 ? extra[kLossSlot] : local_loss;
 
@@ -358,15 +374,21 @@ Outcome Trainer::Run() {
     if (target && target->metric == "loss") record_target(loss);
     if (config_.eval_every_steps > 0 && step_ % config_.eval_every_steps == 0) eval_and_log();
     if (reached) break;
+    if (stop) {
+      stopped = true;  // the orchestrator pruned this run: end now, without a final evaluation
+      break;
+    }
     if (config_.budget.seconds > 0 && elapsed >= config_.budget.seconds) break;
   }
 
-  if (!diverged && last_eval_step != step_) eval_and_log();
+  if (!diverged && !stopped && last_eval_step != step_) eval_and_log();
   Outcome outcome = Outcome::kCompleted;
   if (diverged) {
     outcome = Outcome::kDiverged;
   } else if (reached) {
     outcome = Outcome::kTargetReached;
+  } else if (stopped) {
+    outcome = Outcome::kPruned;
   } else if (target) {
     outcome = Outcome::kBudgetExhausted;
   }

@@ -44,10 +44,10 @@
 
 namespace batchlab::runner {
 
-enum class Outcome { kCompleted, kTargetReached, kDiverged, kBudgetExhausted };
+enum class Outcome { kCompleted, kTargetReached, kDiverged, kBudgetExhausted, kPruned };
 
-const char* OutcomeName(Outcome outcome);  // "completed", "target_reached", ...
-int ExitCodeFor(Outcome outcome);          // 0, 3, 4, 5 (docs/protocol.md)
+const char* OutcomeName(Outcome outcome);  // "completed", "target_reached", ..., "pruned"
+int ExitCodeFor(Outcome outcome);          // 0, 3, 4, 5, 6 (docs/protocol.md)
 
 struct EvalResult {
   double loss = 0;
@@ -66,6 +66,9 @@ class Trainer {
   // Where rank 0 writes its lines (null: nowhere). main() attaches the file only after the
   // constructor has accepted the config, so a bad config leaves no metrics file behind.
   void set_metrics(MetricsWriter* metrics) { metrics_ = metrics; }
+  // The orchestrator's stop file (docs/protocol.md: `stop` beside the config file). Rank 0 looks
+  // for it; once it exists every rank ends the run after the current step (outcome `pruned`).
+  void set_stop_file(std::string path) { stop_file_ = std::move(path); }
 
   // All parameters flattened in registration order (float32), for --dump-params and tests.
   torch::Tensor FlatParameters() const;
@@ -89,6 +92,7 @@ class Trainer {
   torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor& target);
   void Allreduce(torch::Tensor& tensor, ReduceOp op);
   double ElapsedSeconds() const;
+  bool StopRequested();  // rank 0: the stop file exists (checked at most every 0.1 s)
 
   const RunConfig& config_;
   const Dataset& data_;
@@ -106,10 +110,12 @@ class Trainer {
 
   Precision precision_ = Precision::kFp32;
   std::unique_ptr<GradientBuckets> buckets_;  // K > 1
-  torch::Tensor stats_;                       // K > 1: [loss, |g_local|^2, seconds] as a "grad"
-  torch::Tensor grads_;                       // K = 1: all gradients, flat
-  torch::Tensor prev_grad_, scratch_;         // one-rank noise measurement
-  torch::Tensor batch_x_, batch_y_;           // [local_batch, F], [local_batch] or [local_batch, 1]
+  std::string stop_file_;
+  std::chrono::steady_clock::time_point last_stop_check_{};
+  torch::Tensor stats_;                // K > 1: [loss, |g_local|^2, seconds, stop] as a "grad"
+  torch::Tensor grads_;                // K = 1: all gradients, flat
+  torch::Tensor prev_grad_, scratch_;  // one-rank noise measurement
+  torch::Tensor batch_x_, batch_y_;    // [local_batch, F], [local_batch] or [local_batch, 1]
 
   int64_t step_ = 0;
   int64_t total_steps_ = 0;  // 0 = only a seconds budget

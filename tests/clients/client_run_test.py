@@ -130,6 +130,23 @@ class DecisionsTest(TempDirTest):
             lambda s: 1.0, target={"metric": "test_accuracy", "op": ">=", "value": 0.99})
         self.assertEqual((code, run.outcome, run.step), (5, "budget_exhausted", 30))
 
+    def test_the_stop_file_ends_the_run_as_pruned_without_a_final_evaluation(self):
+        run = make_run(self, target={"metric": "test_accuracy", "op": ">=", "value": 0.99})
+        run.cfg.stop_path = self.path("stop")
+        for step in run.steps():
+            if step == 5:
+                with open(self.path("stop"), "w") as f:
+                    f.write('{"reason": "pruned"}\n')
+            run.log_step(1.0)
+            if run.should_eval():
+                run.log_eval(test_accuracy=0.1, test_loss=1.0)
+        # Rank 0 looks at most every 0.1 s: the fake clock ticks 0.01 s per reading.
+        self.assertTrue(5 <= run.step <= 16, run.step)
+        self.assertEqual((run.finish(exit=False), run.outcome), (6, "pruned"))
+        lines = self.read_lines()
+        self.assertEqual((lines[-1]["outcome"], lines[-1]["steps"]), ("pruned", run.step))
+        self.assertNotEqual(lines[-2]["kind"], "eval")
+
     def test_seconds_budget(self):
         run = make_run(self, clock=FakeClock(0.5), budget={"seconds": 4}, lr={"base": 0.1})
         for _ in run.steps():
@@ -209,6 +226,14 @@ class ProgramTest(TempDirTest):
                 self.assertEqual(done.returncode, code, done.stderr)
                 end = self.lines()[-1]
                 self.assertEqual((end["kind"], end["outcome"]), ("end", outcome))
+
+    def test_a_stop_file_beside_the_config_exits_6(self):
+        with open(self.path("stop"), "w") as f:
+            f.write('{"reason": "pruned"}\n')
+        done = self.run_program({"accuracy_per_step": 0.001})
+        self.assertEqual(done.returncode, 6, done.stderr)
+        end = self.lines()[-1]
+        self.assertEqual((end["outcome"], end["steps"]), ("pruned", 1))
 
     def test_a_crash_leaves_no_end_line(self):
         done = self.run_program({"crash_at": 15})

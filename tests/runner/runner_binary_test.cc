@@ -243,6 +243,49 @@ namespace {
 
 // The metrics file of the 2-rank mpirun fixture (tests/runner/CMakeLists.txt passes its path in
 // BATCHLAB_TWO_RANK_METRICS; run alone, without the fixture, the test is skipped).
+// The orchestrator's stop file (docs/protocol.md): `stop` beside the config file. Made before
+// the start, it is seen at the first check, so the run ends after step 1 on every rank, without a
+// final evaluation, with outcome `pruned` and exit 6 — on one rank and on two (the flag travels
+// with the gradient allreduce, so both ranks leave after the same step).
+TEST_F(RunnerBinaryTest, StopFileEndsTheRunAsPrunedWithExit6OnOneAndTwoRanks) {
+  json c = Quickstart();
+  c["data"] = {{"name", "synthetic-linear"}};
+  c["model"] = {{"name", "logreg"}};
+  c["budget"] = {{"steps", 100000000}};  // without the stop file: hours
+  c["eval"] = {{"every_steps", 1000}, {"subset", 0}};
+  c["target"] = {{"metric", "test_loss"}, {"op", "<="}, {"value", 1e-9}};
+  std::ofstream(dir_ + "/stop") << R"({"reason": "pruned"})"
+                                << "\n";
+  for (const char* launcher :
+       {"timeout 120",
+        "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2"}) {
+    const bool two = std::string(launcher).find("mpirun") != std::string::npos;
+    SCOPED_TRACE(launcher);
+    json cfg = c;
+    if (two) {
+      cfg["nodes"] = 2;
+      cfg["world_size"] = 2;
+      cfg["local_batch_size"] = 32;
+      cfg["micro_batch_size"] = 32;
+    }
+    metrics_ = dir_ + (two ? "/two.jsonl" : "/one.jsonl");
+    cfg["metrics_path"] = metrics_;
+    const std::string config_path = dir_ + (two ? "/two.json" : "/one.json");
+    std::ofstream(config_path) << cfg.dump();
+    const std::string cmd = std::string(launcher) + " " + BATCHLAB_RUNNER_BIN + " --config " +
+                            config_path + " 2>" + dir_ + "/stop.err";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 6);
+    const std::vector<json> lines = Lines();
+    ASSERT_GE(lines.size(), 3u);
+    EXPECT_EQ(lines.back()["kind"], "end");
+    EXPECT_EQ(lines.back()["outcome"], "pruned");
+    EXPECT_EQ(lines.back()["steps"], 1);
+    for (const json& l : lines) EXPECT_NE(l["kind"], "eval");  // no final evaluation
+  }
+}
+
 TEST(TwoRankRunTest, MetricsOfTheMpirunRunFollowTheProtocol) {
   const char* path = std::getenv("BATCHLAB_TWO_RANK_METRICS");
   if (path == nullptr) GTEST_SKIP() << "runs as runner_2ranks_mpi_metrics after the mpirun run";

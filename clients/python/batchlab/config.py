@@ -10,6 +10,7 @@ runner's default (docs/runner.md), so a hand-written config needs only `batch_si
 """
 
 import json
+import os
 import math
 
 CONFIG_ENV = "BATCHLAB_CONFIG"
@@ -221,7 +222,10 @@ class RunConfig:
             raw = json.loads(text)
         except ValueError as e:
             raise ConfigError(f'--config: "{path}" is not valid JSON: {e}') from None
-        return cls(raw, launch)
+        cfg = cls(raw, launch)
+        # The orchestrator's stop file (docs/protocol.md): `stop` beside the config file.
+        cfg.stop_path = os.path.join(os.path.dirname(os.path.abspath(path)), "stop")
+        return cfg
 
 
 class Target:

@@ -7,7 +7,7 @@ exit code (docs/byo-program.md, docs/protocol.md).
         opt.step()
         if run.log_step(loss):              # global mean loss, decisions; True: evaluate now
             run.log_eval(test_accuracy=acc, test_loss=test_loss)   # target decision
-    run.finish()                            # `end` line, exit 0/3/4/5
+    run.finish()                            # `end` line, exit 0/3/4/5 (6: pruned)
 
 Every decision uses values all ranks share (shared.py), so every rank leaves the loop after the
 same step. Only rank 0 writes the metrics file. A program that raises leaves no `end` line, so
@@ -27,7 +27,9 @@ from .config import ConfigError
 from .lr import LrSchedule, steps_per_epoch, total_steps
 from .metrics import MetricsWriter
 
-OUTCOME_CODES = {"completed": 0, "target_reached": 3, "diverged": 4, "budget_exhausted": 5}
+OUTCOME_CODES = {"completed": 0, "target_reached": 3, "diverged": 4, "budget_exhausted": 5,
+                 "pruned": 6}
+STOP_CHECK_SECONDS = 0.1  # rank 0 looks for the orchestrator's stop file at most this often
 
 
 _RESERVED = frozenset(("seq", "kind", "step", "samples", "epoch", "loss", "lr", "seconds",
@@ -84,7 +86,8 @@ class Run:
         self._initial_loss = None
         self._last_loss = None
         self._elapsed = 0.0
-        self._stop = None                    # None | "diverged" | "target" | "budget"
+        self._stop = None                    # None | "diverged" | "target" | "budget" | "pruned"
+        self._stop_checked = None            # when rank 0 last looked for the stop file
         self._eval_due = False
         self._last_eval = None               # (step, {metric: value})
         self._target_at = None               # (step, samples, seconds)
@@ -185,6 +188,7 @@ class Run:
                        "b_big": self.batch_size, "sq_small": taken[0], "sq_big": taken[1]}
         ranks_gns = gns is not None and gns.get("source") == "ranks"
         local.append(gns["sq_small"] if ranks_gns else 0.0)  # the same length on every rank
+        local.append(1.0 if self._stop_file_seen(now) else 0.0)
         values = self._shared().mean(local)
         loss_g, self._elapsed = values[0], values[1]
 
@@ -215,13 +219,25 @@ class Run:
             self._stop = "diverged"
         elif cfg.target is not None and cfg.target.metric == "loss":
             self._record_target(loss_g, self._elapsed)
+        if self._stop is None and values[3] > 0:
+            self._stop = "pruned"  # the orchestrator's stop file: end now, no final evaluation
         if self._stop is None and cfg.budget_seconds > 0 and self._elapsed >= cfg.budget_seconds:
             self._stop = "budget"
         ending = self._stop is not None or (self.total_steps and step >= self.total_steps)
         every = cfg.eval_every_steps
-        self._eval_due = self._stop != "diverged" and bool(
+        self._eval_due = self._stop not in ("diverged", "pruned") and bool(
             ending or (every > 0 and step % every == 0))
         return self._eval_due
+
+    def _stop_file_seen(self, now):
+        """Rank 0: whether the orchestrator asked this run to stop (docs/protocol.md, Stop)."""
+        path = getattr(self.cfg, "stop_path", None)
+        if not self.is_main or not path:
+            return False
+        if self._stop_checked is not None and now - self._stop_checked < STOP_CHECK_SECONDS:
+            return False
+        self._stop_checked = now
+        return os.path.exists(path)
 
     def should_eval(self):
         """True after log_step when this step is evaluated: every eval.every_steps, and at the
@@ -259,16 +275,19 @@ class Run:
 
     @property
     def outcome(self):
-        """completed | target_reached | diverged | budget_exhausted (as of now)."""
+        """completed | target_reached | diverged | budget_exhausted | pruned (as of now)."""
         if self._stop == "diverged":
             return "diverged"
         if self._target_at is not None:
             return "target_reached"
+        if self._stop == "pruned":
+            return "pruned"
         return "budget_exhausted" if self.cfg.target is not None else "completed"
 
     def finish(self, exit=True):
         """Writes the `end` line (rank 0) and exits with the outcome's code: 0 completed,
-        3 target_reached, 4 diverged, 5 budget_exhausted. With exit=False, returns the code.
+        3 target_reached, 4 diverged, 5 budget_exhausted, 6 pruned. With exit=False, returns
+        the code.
         Call it last: when the noise hook was registered, the process ends at once (os._exit,
         after flushing stdout and stderr), without Python's exit handlers."""
         if self._start_time is None:

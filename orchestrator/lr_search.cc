@@ -1,0 +1,59 @@
+// Adaptive LR search (see lr_search.h).
+#include "orchestrator/lr_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace batchlab::orchestrator {
+
+double RoundLr(double x) { return std::strtod(fmt::format("{:.4g}", x).c_str(), nullptr); }
+
+std::vector<double> CoarseGrid(const LrSearch& s) {
+  std::vector<double> out;
+  const double lo = std::log(s.min), hi = std::log(s.max);
+  for (int k = 0; k < s.grid; ++k) {
+    const double v = RoundLr(std::exp(lo + (hi - lo) * k / (s.grid - 1)));
+    if (out.empty() || v != out.back()) out.push_back(v);
+  }
+  return out;
+}
+
+std::optional<double> BestLr(const std::vector<LrResult>& tried) {
+  std::optional<LrResult> best;
+  for (const LrResult& r : tried) {
+    if (!r.steps) continue;
+    if (!best || *r.steps < *best->steps || (*r.steps == *best->steps && r.lr < best->lr)) {
+      best = r;
+    }
+  }
+  if (!best) return std::nullopt;
+  return best->lr;
+}
+
+std::vector<double> NextLrs(const LrSearch& s, const std::vector<LrResult>& tried,
+                            int rounds_done) {
+  if (rounds_done >= s.rounds) return {};
+  const std::optional<double> best = BestLr(tried);
+  if (!best) return {};
+  std::vector<double> lrs;
+  for (const LrResult& r : tried) lrs.push_back(r.lr);
+  std::sort(lrs.begin(), lrs.end());
+  const auto at = std::lower_bound(lrs.begin(), lrs.end(), *best);
+  std::vector<double> out;
+  auto propose = [&](double neighbour) {
+    const double mid = RoundLr(std::sqrt(*best * neighbour));
+    if (std::find(lrs.begin(), lrs.end(), mid) == lrs.end() &&
+        std::find(out.begin(), out.end(), mid) == out.end()) {
+      out.push_back(mid);
+    }
+  };
+  if (at != lrs.begin()) propose(*(at - 1));
+  if (at + 1 != lrs.end()) propose(*(at + 1));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace batchlab::orchestrator

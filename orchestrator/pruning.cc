@@ -1,0 +1,88 @@
+// Exact pruning (see pruning.h, docs/spec.md "Pruning").
+#include "orchestrator/pruning.h"
+
+#include <fmt/format.h>
+
+namespace batchlab::orchestrator {
+
+size_t PruneBook::Add(const std::string& group, const std::string& config,
+                      const std::string& label) {
+  runs_.push_back({group, config, label, Kind::kWaiting, 0});
+  if (!group.empty()) groups_[group][config].push_back(runs_.size() - 1);
+  return runs_.size() - 1;
+}
+
+void PruneBook::SetWaiting(size_t i) { runs_[i].kind = Kind::kWaiting, runs_[i].bound = 0; }
+
+void PruneBook::SetRunning(size_t i, int64_t last_logged) {
+  runs_[i].kind = Kind::kRunning;
+  runs_[i].bound = last_logged < 0 ? 0 : last_logged + 1;
+}
+
+void PruneBook::SetReached(size_t i, int64_t hit_step) {
+  runs_[i].kind = Kind::kReached;
+  runs_[i].bound = hit_step;
+}
+
+void PruneBook::SetOut(size_t i) { runs_[i].kind = Kind::kOut, runs_[i].bound = 0; }
+
+std::optional<std::string> PruneBook::WhyPrune(size_t i) const {
+  const Entry& run = runs_[i];
+  if (run.group.empty() || run.kind == Kind::kReached) return std::nullopt;
+  const auto& configs = groups_.at(run.group);
+  const std::vector<size_t>& seeds = configs.at(run.config);
+  // (a) a seed finished without the target: the configuration cannot have all its seeds.
+  double sum = 0;
+  for (size_t s : seeds) {
+    if (runs_[s].kind == Kind::kOut) {
+      return fmt::format(
+          "run {} of the same configuration ({}) finished without reaching the target, so this "
+          "configuration cannot be the best at its batch size ({}): every seed must reach it",
+          runs_[s].label, run.config.empty() ? "no other swept values" : run.config, run.group);
+    }
+    sum += static_cast<double>(runs_[s].bound);
+  }
+  // (b) its mean steps can only exceed a configuration that reached the target with all seeds.
+  // Means as the analysis computes them (steps_to_target.cc): sum / n in double.
+  const double lower = sum / static_cast<double>(seeds.size());
+  for (const auto& [config, others] : configs) {
+    if (config == run.config) continue;
+    double other_sum = 0;
+    bool all = true;
+    for (size_t s : others) {
+      if (runs_[s].kind != Kind::kReached) {
+        all = false;
+        break;
+      }
+      other_sum += static_cast<double>(runs_[s].bound);
+    }
+    if (!all) continue;
+    const double other = other_sum / static_cast<double>(others.size());
+    if (lower > other) {
+      return fmt::format(
+          "at {} its configuration needs at least {} steps (mean over {} seed(s), bound from the "
+          "steps logged so far), more than the {} steps of {} whose seeds all reached the "
+          "target: it can no longer be the best",
+          run.group, lower, seeds.size(), other, config.empty() ? "another configuration" : config);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string PruneGroup(const PlannedRun& run, bool prune) {
+  const auto target = run.config.find("target");
+  if (!prune || target == run.config.end() || target->is_null()) return "";
+  return fmt::format("batch_size={} target={}", run.config.value("batch_size", int64_t{0}),
+                     target->dump());
+}
+
+std::string PruneConfig(const PlannedRun& run) {
+  std::string key;
+  for (const auto& [name, value] : run.params) {
+    if (name == "batch_size" || name == "seed") continue;
+    key += (key.empty() ? "" : ",") + name + "=" + value;
+  }
+  return key;
+}
+
+}  // namespace batchlab::orchestrator
