@@ -1,11 +1,11 @@
-// The fields of a run's resolved config (docs/protocol.md), their types, allowed values and
-// defaults, as one table. The spec parser checks `base`, every axis value and every sampled value
-// against it, so a typo or a wrong type is reported with its JSON path before anything runs:
+// The orchestrator's view of the run config's one declaration (base/config_fields.h). The spec
+// parser checks `base`, every axis value and every sampled value against it, so a typo or a wrong
+// type is reported with its JSON path before anything runs:
 //
 //   Status s = ValidateConfigValue("optimizer.name", json("sgdd"), "axes.optimizer.name[1]");
 //   // -> axes.optimizer.name[1]: "sgdd" is not one of "sgd", "momentum", ... (INVALID_ARGUMENT)
 //
-//   nlohmann::json config = ConfigDefaults();      // every defaulted field, documented in spec.md
+//   nlohmann::json config = ConfigDefaults();      // the defaults every program's run gets
 //
 // Paths are dotted ("lr.rule"); only leaves and whole objects listed here are accepted.
 #ifndef BATCHLAB_ORCHESTRATOR_CONFIG_SCHEMA_H_
@@ -36,14 +36,15 @@ Status ValidateConfigObject(const nlohmann::json& base, const std::string& where
 
 // `model` and `data` are the built-in runner's: only its runs get their defaults and checks.
 bool IsBuiltinRunnerField(const std::string& top_level_name);
-// {"model": {...defaults}, "data": {...defaults}} for a run of the built-in runner.
+// The defaults of the fields only the built-in runner reads (model, data, optimizer.beta2, comm,
+// ...): written into the runs without a `program`.
 nlohmann::json BuiltinRunnerDefaults();
 // The strict check of a resolved config's `model` and `data` for the built-in runner (for specs
 // that mix programs, where the parse-time check had to let them through).
 Status ValidateBuiltinRunnerFields(const nlohmann::json& config, const std::string& where_prefix);
 
-// The defaults for every optional field of the resolved config, but `model` and `data`
-// (BuiltinRunnerDefaults).
+// The defaults of the fields every program reads (the study's own: batch_size, lr.*, budget, ...).
+// A run of the built-in runner gets BuiltinRunnerDefaults() too.
 nlohmann::json ConfigDefaults();
 
 // Every dotted leaf path a spec may set (for the JSON Schema and docs/spec.md).

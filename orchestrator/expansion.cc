@@ -7,9 +7,10 @@
 
 #include <fmt/format.h>
 
+#include "base/config_fields.h"
 #include "orchestrator/config_schema.h"
 #include "orchestrator/run_identity.h"
-#include "orchestrator/spec_bounds.h"
+#include "base/spec_bounds.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -151,10 +152,10 @@ double ExpectedSeconds(const Spec& spec, const json& config, int world) {
 }
 
 double ScaledLr(const json& config) {
-  const json& lr = config["lr"];
-  double base = lr.value("base", 0.1);
-  double ratio = config["batch_size"].get<double>() / lr.value("base_batch_size", 64);
-  std::string rule = lr.value("rule", "none");
+  const json& lr = config["lr"];  // every lr field has a default (base/config_fields.cc)
+  double base = lr["base"].get<double>();
+  double ratio = config["batch_size"].get<double>() / lr["base_batch_size"].get<double>();
+  std::string rule = lr["rule"].get<std::string>();
   if (rule == "linear") return base * ratio;
   if (rule == "sqrt") return base * std::sqrt(ratio);
   return base;
@@ -242,6 +243,7 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
   json defaults = ConfigDefaults();
   MergeInto(defaults, spec.base, true);
   const json builtin_defaults = BuiltinRunnerDefaults();
+  const json program_defaults = config::DefaultsOf("program");
   std::map<std::string, Program> programs;  // program JSON -> resolved
   std::vector<long long> dropped(spec.constraints.size(), 0);
   std::unordered_set<std::string> seen;
@@ -286,6 +288,7 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
 
     Program program;
     if (config.contains("program")) {
+      if (config["program"].is_object()) MergeBeneath(config["program"], program_defaults);
       // The user's program: resolved (and its files checked) once per distinct program.
       const std::string key = config["program"].dump();
       auto known = programs.find(key);

@@ -83,18 +83,6 @@ class GuardSax {
 
 }  // namespace
 
-std::string JoinPath(const std::string& parent, const std::string& key) {
-  const bool plain = !key.empty() && key.find_first_not_of(
-                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                         "0123456789_.$-") == std::string::npos;
-  if (plain) return parent.empty() ? key : parent + "." + key;
-  return parent + "[" + Escaped(key) + "]";
-}
-
-std::string Escaped(const std::string& s) {
-  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 Status CheckJsonText(const std::string& text) {
   if (text.size() > kMaxSpecBytes) {
     return InvalidArgumentError(

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <string>
 
+#include "base/json_path.h"  // JoinPath, Escaped (used with these checks)
 #include "base/status.h"
 
 namespace batchlab::orchestrator {
@@ -21,15 +22,6 @@ constexpr size_t kMaxSpecBytes = 16 << 20;  // 16 MiB
 constexpr int kMaxJsonDepth = 64;           // nested objects and arrays
 
 Status CheckJsonText(const std::string& text);
-
-// The JSON path of `key` inside `parent` for messages: parent.key, or parent["k\u0000y"] (JSON
-// escaped) when the key is empty or holds anything but letters, digits and _ . $ -, so a
-// hostile key never puts control characters or a misleading path into a message.
-std::string JoinPath(const std::string& parent, const std::string& key);
-
-// `s` as a JSON string literal for messages: quoted, control characters escaped, invalid UTF-8
-// replaced.
-std::string Escaped(const std::string& s);
 
 }  // namespace batchlab::orchestrator
 

@@ -13,7 +13,7 @@
 #include "orchestrator/json_guard.h"
 #include "orchestrator/launch_options.h"
 #include "orchestrator/run_identity.h"
-#include "orchestrator/spec_bounds.h"
+#include "base/spec_bounds.h"
 
 namespace batchlab::orchestrator {
 namespace {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/config_fields.h"
 #include "orchestrator/expansion.h"
 #include "orchestrator/spec.h"
 
@@ -61,6 +62,93 @@ TEST(RunIdentityTest, SameSpecWrittenDifferentlyGivesTheSameRunIds) {
   for (size_t i = 0; i < p1->runs.size(); ++i) EXPECT_EQ(p1->runs[i].id, p2->runs[i].id);
   // The id is the hash of the config the runner receives, minus the per-attempt fields.
   EXPECT_EQ(p1->runs[0].id, RunIdOf(p1->runs[0].config));
+}
+
+// A valid value other than the declared default of `f`.
+json OtherValue(const config::Field& f) {
+  const json& d = *f.default_value;
+  switch (f.type) {
+    case config::Type::kInt: {
+      long long v = d.get<long long>() + 1;
+      return v <= f.max ? v : d.get<long long>() - 1;
+    }
+    case config::Type::kNumber: {
+      double v = d.get<double>();
+      double other = v == 0 ? 0.5 : v * 0.5;
+      if (f.min_exclusive ? other <= f.min : other < f.min) other = v * 1.5;
+      return other;
+    }
+    case config::Type::kString:
+      for (const auto& a : f.allowed) {
+        if (a != d.get<std::string>()) return a;
+      }
+      return d.get<std::string>() + "x";
+    case config::Type::kBool:
+      return !d.get<bool>();
+    case config::Type::kIntArray: {
+      json v = d;
+      v.push_back(static_cast<long long>(f.min) + 7);
+      return v;
+    }
+    case config::Type::kObject:  // budget
+      return json{{"steps", 7}};
+    case config::Type::kObjectOrNull:  // target
+      return json{{"metric", "loss"}, {"op", "<="}, {"value", 0.5}};
+    default:
+      return nullptr;
+  }
+}
+
+std::string OnlyRunId(const json& base) {
+  json spec = {{"name", "d"}, {"base", base}};
+  auto s = ParseSpec(spec.dump(), "t");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  if (!s.ok()) return "";
+  auto p = ExpandSpec(*s, {});
+  EXPECT_TRUE(p.ok() && p->runs.size() == 1u) << p.status().message();
+  return p.ok() && !p->runs.empty() ? p->runs[0].id : "";
+}
+
+// Every default is in the resolved config the way an explicit value is: leaving a field out gives
+// the id of writing its default, and another value another id. So changing any default in
+// base/config_fields.cc changes the run id of every built-in run that leaves the field out.
+TEST(RunIdentityTest, ChangingAnyDefaultChangesTheRunId) {
+  const json base = {{"batch_size", 8}};
+  const std::string id_of_defaults = OnlyRunId(base);
+  int checked = 0;
+  for (const config::Field* f : config::AllFields()) {
+    if (!f->default_value.has_value() || f->reader == config::Reader::kOrchestrator) continue;
+    if (f->path.rfind("program.", 0) == 0) continue;  // checked below, with a program
+    json explicit_default = base, other = base;
+    SetPath(explicit_default, f->path, *f->default_value);
+    SetPath(other, f->path, OtherValue(*f));
+    EXPECT_EQ(OnlyRunId(explicit_default), id_of_defaults) << f->path;
+    EXPECT_NE(OnlyRunId(other), id_of_defaults) << f->path << " = " << OtherValue(*f).dump();
+    ++checked;
+  }
+  EXPECT_GE(checked, 40);
+}
+
+// A user program's run gets the defaults of the study's own fields only, so its id does not move
+// when a default of the built-in runner (optimizer.beta2, model.*, comm.*) changes.
+TEST(RunIdentityTest, UserProgramsGetOnlyTheStudysDefaults) {
+  json spec = {{"name", "u"},
+               {"base", {{"batch_size", 8}, {"program", {{"command", {"/bin/true"}}}}}}};
+  auto s = ParseSpec(spec.dump(), "t");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto p = ExpandSpec(*s, {});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const json& c = p->runs.at(0).config;
+  for (const config::Field* f : config::AllFields()) {
+    if (!f->default_value.has_value() || f->reader == config::Reader::kOrchestrator) continue;
+    const json* v = FindPath(c, f->path);
+    if (f->reader == config::Reader::kEveryProgram) {
+      ASSERT_NE(v, nullptr) << f->path;
+      EXPECT_EQ(*v, *f->default_value) << f->path;
+    } else {
+      EXPECT_EQ(v, nullptr) << f->path;
+    }
+  }
 }
 
 }  // namespace

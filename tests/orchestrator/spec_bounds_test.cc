@@ -8,7 +8,7 @@
 #include "orchestrator/expansion.h"
 #include "orchestrator/json_guard.h"
 #include "orchestrator/spec.h"
-#include "orchestrator/spec_bounds.h"
+#include "base/spec_bounds.h"
 
 namespace batchlab::orchestrator {
 namespace {

@@ -1,10 +1,10 @@
 // The bounds on every number a spec may hold (docs/spec.md, "Bounds"). They are chosen so that
 // every product the orchestrator forms from spec values (world size, slots, cross-product size,
 // seeds) fits its type: nothing a spec says can overflow, wrap or divide by zero.
-#ifndef BATCHLAB_ORCHESTRATOR_SPEC_BOUNDS_H_
-#define BATCHLAB_ORCHESTRATOR_SPEC_BOUNDS_H_
+#ifndef BATCHLAB_BASE_SPEC_BOUNDS_H_
+#define BATCHLAB_BASE_SPEC_BOUNDS_H_
 
-namespace batchlab::orchestrator {
+namespace batchlab {
 
 // Any integer, unless a tighter bound is listed: 2^53 - 1, the largest integer every JSON reader
 // (and a double) holds exactly.
@@ -23,6 +23,6 @@ constexpr long long kMaxRetries = 100;
 constexpr double kMaxSeconds = 1e9;  // timeouts, backoff, expected_seconds, comm.timeout_seconds
 constexpr long long kMaxSlurmMinutes = 525'600;  // slurm.time_limit_minutes: one year
 
-}  // namespace batchlab::orchestrator
+}  // namespace batchlab
 
-#endif  // BATCHLAB_ORCHESTRATOR_SPEC_BOUNDS_H_
+#endif  // BATCHLAB_BASE_SPEC_BOUNDS_H_
