@@ -118,6 +118,7 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
     s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
     s.pareto = AnalyzePareto(s.target);  // points into s.target, which no longer moves here
     s.recommendation = AnalyzeRecommendation(s.target, s.crit, s.projection, prefer);
+    s.sync = AnalyzeSync(sweep, s.target.hits, s.target.target);
   } else {
     s.target_status = target.status();
     s.crit.status = target.status();
@@ -142,6 +143,7 @@ std::vector<Table> StudyTables(const Study& s) {
   }
   std::vector<Table> out;
   if (!s.recommendation.measured.empty()) out.push_back(RecommendationTable(s.recommendation));
+  if (s.sync.varies) target.push_back(SyncTable(s.sync));
   for (auto&& group : {target, CritTables(s.crit), GnsTables(s.gns, s.options), pareto,
                        ScalingTables(s.scaling), ProjectionTables(s.projection)}) {
     out.insert(out.end(), group.begin(), group.end());

@@ -17,6 +17,7 @@
 #include "analysis/report_html.h"
 #include "analysis/run_curves.h"
 #include "analysis/study.h"
+#include "analysis/sync_modes.h"
 #include "analysis/table.h"
 #include "base/status.h"
 
@@ -36,8 +37,9 @@ struct Study {
   ParetoSection pareto;
   ScalingSection scaling;
   ProjectionSection projection;
+  SyncSection sync;                      // shown when the sweep varies the synchronization
   RecommendationSection recommendation;  // empty without a target
-  CurvesSection curves;  // per-run loss, test loss, accuracy and lr, for the charts
+  CurvesSection curves;                  // per-run loss, test loss, accuracy and lr, for the charts
 
   Study() = default;
   Study(Study&&) = default;

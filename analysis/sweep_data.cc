@@ -68,9 +68,11 @@ std::string TargetText(const std::string& config) {
 }  // namespace
 
 std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
-  std::vector<std::string> m = {"loss",         "samples",       "seconds",   "step_seconds",
-                                "comm_seconds", "gns_b_small",   "gns_b_big", "gns_sq_small",
-                                "gns_sq_big",   "test_accuracy", "test_loss"};
+  std::vector<std::string> m = {"loss", "samples", "seconds", "step_seconds", "comm_seconds",
+                                "gns_b_small", "gns_b_big", "gns_sq_small", "gns_sq_big",
+                                "test_accuracy", "test_loss",
+                                // the synchronization modes (sync_modes.h)
+                                "wait_seconds", "staleness", "effective_batch"};
   if (std::find(m.begin(), m.end(), target_metric) == m.end()) m.push_back(target_metric);
   return m;
 }

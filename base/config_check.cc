@@ -81,6 +81,9 @@ Status CheckChildren(const Field& f, const json& v, const std::string& where,
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string sub = JoinPath(where, it.key());
     const Field* child = f.Child(it.key());
+    // model, data of the built-in runner: a key not declared here is a registered model's or
+    // dataset's own field (runner/own_fields.h), judged by batchlab-runner --validate-batch.
+    if (child == nullptr && f.users_own_object) continue;
     if (child == nullptr) {
       return InvalidArgumentError(fmt::format("{}: unknown field; allowed here: {}", sub,
                                               ChildNames(f, options.derived_allowed)));
@@ -166,6 +169,9 @@ Status CheckValue(const std::string& dotted_path, const json& value, const std::
     std::string part =
         dotted_path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     const Field* child = f->Child(part);
+    if (child == nullptr && f->users_own_object) {
+      return OkStatus();  // a registered model's or dataset's own field: the runner judges it
+    }
     if (child == nullptr) {
       return InvalidArgumentError(
           fmt::format("{}: {} is not a config field; allowed {}: {}", where, Escaped(dotted_path),

@@ -32,6 +32,9 @@ struct D : Field {
     optional_object = true;
     return std::move(*this);
   }
+  // model, data: a user program's own object; for the built-in runner, its declared children plus
+  // the chosen registered model's or dataset's own fields (runner/own_fields.h: the runner judges
+  // those, config_check.cc lets them through).
   D&& UsersOwnObject() && {
     users_own_object = true;
     return std::move(*this);
@@ -112,9 +115,10 @@ Field Declare() {
               .Means("micro-batches per step on each rank"),
           Obj("data",
               {
-                  Enum("name", {"fashion-mnist", "synthetic-linear", "idx", "csv"})
+                  Str("name")
                       .Def("fashion-mnist")
-                      .Means("the dataset"),
+                      .Means("a registered dataset (`batchlab-runner --list`): fashion-mnist, "
+                             "synthetic-linear, idx, csv are built in; checked by the runner"),
                   Str("path").Means(
                       "fashion-mnist/idx: the folder of the IDX files; csv: the training file "
                       "(absent: /usr/share/datasets/fashion-mnist)"),
@@ -139,10 +143,13 @@ Field Declare() {
               })
               .Builtin()
               .UsersOwnObject()
-              .Means("the built-in runner's dataset; a user program's own object"),
+              .Means("the built-in runner's dataset (other fields: a registered dataset's own, "
+                     "docs/cpp-workload.md); a user program's own object"),
           Obj("model",
               {
-                  Enum("name", {"logreg", "mlp", "cnn"}).Def("mlp").Means("the model"),
+                  Str("name").Def("mlp").Means(
+                      "a registered model (`batchlab-runner --list`): logreg, mlp, cnn are built "
+                      "in; checked by the runner"),
                   IntArray("hidden", 1)
                       .Def(json::array({128}))
                       .Means("mlp: hidden widths; cnn: the width of its dense layer (at most one)"),
@@ -153,7 +160,8 @@ Field Declare() {
               })
               .Builtin()
               .UsersOwnObject()
-              .Means("the built-in runner's model; a user program's own object"),
+              .Means("the built-in runner's model (other fields: a registered model's own, "
+                     "docs/cpp-workload.md); a user program's own object"),
           Obj("optimizer",
               {
                   Enum("name", {"sgd", "momentum", "nesterov", "adam", "adamw", "lars", "lamb"})

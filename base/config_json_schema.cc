@@ -74,7 +74,8 @@ ordered_json SchemaOf(const Field& f) {
       } else {
         node["type"] = ordered_json::array({"object", "null"});
       }
-      node["additionalProperties"] = false;
+      // model, data: other keys are a registered model's or dataset's own fields (the runner's).
+      node["additionalProperties"] = f.users_own_object;
       ordered_json props = ordered_json::object();
       ordered_json required = ordered_json::array();
       for (const Field& c : f.children) {

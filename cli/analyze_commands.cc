@@ -1,4 +1,4 @@
-// `batchlab analyze gns|target|crit|pareto|scaling|project|recommend --sweep NAME
+// `batchlab analyze gns|target|crit|pareto|sync|scaling|project|recommend --sweep NAME
 // [--format table|csv|json]`: loads one sweep read-only and prints one analysis section
 // (analysis/study.h); each subcommand has only the flags its section reads.
 //
@@ -16,6 +16,7 @@
 #include "analysis/study_json.h"
 #include "analysis/study_tables.h"
 #include "analysis/sweep_data.h"
+#include "analysis/sync_modes.h"
 #include "cli/commands.h"
 
 namespace batchlab::cli {
@@ -153,6 +154,10 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       tables = CritTables(crit);
       std::vector<Table> best = TargetTables(target);
       tables.push_back(best.front());
+    } else if (what == "sync") {
+      const SyncSection sync = AnalyzeSync(sweep, target.hits, target.target);
+      j["sync"] = SyncJson(sync);
+      tables = {SyncTable(sync)};
     } else if (what == "pareto") {
       ParetoSection p = AnalyzePareto(target);
       j["pareto"] = ParetoJson(p);
@@ -208,6 +213,10 @@ void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
       {"crit", "Critical batch size: fit of S = S_min(1 + B_crit/B), with bootstrap CI",
        kTargetFlag | kGnsFlags | kBootstrapFlags},
       {"pareto", "Pareto frontier of time vs compute to the target", kTargetFlag},
+      {"sync",
+       "Synchronization modes side by side: steps, time and compute to the target, wait, "
+       "staleness, effective batch (with and without a straggler)",
+       kTargetFlag},
       {"scaling", "Throughput, strong/weak scaling efficiency, comm fraction, alpha-beta fit",
        kTimingFlags},
       {"project", "MODEL: time per step and to target on K = 1..1024 nodes of a cluster profile",

@@ -30,6 +30,7 @@
 #include "orchestrator/slurm_launcher.h"
 #include "orchestrator/spec.h"
 #include "orchestrator/sweep_executor.h"
+#include "orchestrator/worker_pool.h"
 #include "results/database.h"
 #include "results/run_query.h"
 #include "results/schema.h"
@@ -55,6 +56,7 @@ struct RunFlags {
   std::optional<long long> max_runs;
   bool new_version = false;
   bool no_validate = false;
+  std::string workers = "reuse";  // reuse: warm workers (orchestrator/worker_pool.h); fresh: cold
 };
 
 struct PlanFlags {
@@ -137,6 +139,9 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
     s.env = spec.launch.env;
     s.mpirun_args = spec.launch.mpirun_args;
     launcher = orch::MakeLocalLauncher(std::move(s));
+    if (f.workers == "reuse") {
+      launcher = orch::MakeWorkerPool(std::move(launcher), {tools.runner, f.slots, ""});
+    }
   } else {
     orch::SlurmLaunchSettings s;
     s.env = spec.launch.env;
@@ -331,6 +336,11 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   run->add_flag("--no-validate", run_flags->no_validate,
                 "Skip validating the resolved configs (batchlab-runner --validate-batch; user "
                 "programs with validate: true)");
+  run->add_option("--workers", run_flags->workers,
+                  "reuse: keep the built-in runner's ranks alive across runs of the same shape "
+                  "(warm workers, local backend); fresh: a new mpirun for every run")
+      ->check(CLI::IsMember({"reuse", "fresh"}))
+      ->capture_default_str();
   run->callback([run_flags, &ctx] { ctx.status = RunSweep(*run_flags, ctx); });
 
   auto plan_flags = std::make_shared<PlanFlags>();

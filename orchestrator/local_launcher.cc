@@ -154,8 +154,8 @@ class LocalLauncher final : public Launcher {
   void CleanUpStale(const std::string& attempt_dir) override {
     std::ifstream in(attempt_dir + "/launch.json");
     nlohmann::json launch = nlohmann::json::parse(in, nullptr, false);  // may be absent
-    if (launch.is_object() && (launch.value("backend", "local") != "local" ||
-                               launch.value("host", host_) != host_)) {
+    if (launch.is_object() &&
+        (launch.value("backend", "local") != "local" || launch.value("host", host_) != host_)) {
       return;  // started elsewhere
     }
     // Every process tagged with this attempt's folder (not its recorded pid's session: the pid
@@ -174,11 +174,20 @@ class LocalLauncher final : public Launcher {
 std::vector<std::string> MpirunArguments(const LocalLaunchSettings& settings,
                                          const LaunchRequest& request, bool as_root,
                                          int hardware_cores) {
-  std::vector<std::string> args = {"-np", std::to_string(request.world_size), "--bind-to", "none"};
-  if (as_root) args.push_back("--allow-run-as-root");
-  if (request.world_size > settings.pool_slots || request.world_size > hardware_cores) {
-    args.push_back("--oversubscribe");
+  std::vector<std::string> args = {"-np", std::to_string(request.world_size)};
+  const bool oversubscribed =
+      request.world_size > settings.pool_slots || request.world_size > hardware_cores;
+  // The cores are the run's own when it takes the whole pool (the scheduler starts nothing beside
+  // it) and fits the machine: then each rank is pinned to its cores. Otherwise two concurrent
+  // mpiruns would pin their ranks to the same first cores, so nothing is bound.
+  const bool own_cores =
+      request.slots >= settings.pool_slots && request.slots <= hardware_cores && !oversubscribed;
+  for (const std::string& b :
+       BindingArguments(own_cores, request.cpus_per_rank, settings.mpirun_args)) {
+    args.push_back(b);
   }
+  if (as_root) args.push_back("--allow-run-as-root");
+  if (oversubscribed) args.push_back("--oversubscribe");
   args.insert(args.end(), settings.mpirun_args.begin(), settings.mpirun_args.end());
   for (const auto& [name, value] : request.env) {
     args.push_back("-x");  // to every rank, on every node
@@ -186,6 +195,18 @@ std::vector<std::string> MpirunArguments(const LocalLaunchSettings& settings,
   }
   args.insert(args.end(), request.rank_command.begin(), request.rank_command.end());
   return args;
+}
+
+std::vector<std::string> BindingArguments(bool own_cores, int cpus_per_rank,
+                                          const std::vector<std::string>& user_args) {
+  for (const std::string& a : user_args) {
+    if (a == "--bind-to" || a == "-bind-to") return {};  // the spec's own binding
+  }
+  if (!own_cores) return {"--bind-to", "none"};
+  if (cpus_per_rank > 1) {
+    return {"--map-by", "slot:PE=" + std::to_string(cpus_per_rank), "--bind-to", "core"};
+  }
+  return {"--bind-to", "core"};
 }
 
 std::map<std::string, std::string> LaunchEnvironmentOverrides(

@@ -10,9 +10,10 @@
 // Launch settings (docs/spec.md "Launch settings"): OMPI_MCA_btl=self,vader and
 // OMPI_MCA_pml=ob1 by default (shared-memory transport: ~0.13 s start-up instead of ~0.33 s on
 // the reference machine); a variable already set in the environment wins over the default, and
-// the spec's `launch.env` wins over both. `--bind-to none` always (concurrent jobs must not all
-// pin to core 0), `--allow-run-as-root` when running as root, `--oversubscribe` only when the
-// run needs more ranks than the pool's slots or the machine's cores.
+// the spec's `launch.env` wins over both. Ranks pinned to cores only when the cores are the
+// run's own (BindingArguments below; concurrent jobs must not all pin to core 0),
+// `--allow-run-as-root` when running as root, `--oversubscribe` only when the run needs more ranks
+// than the pool's slots or the machine's cores.
 //
 //   LocalLaunchSettings s{.pool_slots = 2};
 //   auto launcher = MakeLocalLauncher(s);
@@ -34,6 +35,12 @@ struct LocalLaunchSettings {
   std::map<std::string, std::string> env;  // the spec's launch.env
   std::vector<std::string> mpirun_args;    // the spec's launch.mpirun_args
 };
+
+// How mpirun places the ranks (docs/spec.md, "Placement"): `--bind-to core` (with
+// `--map-by slot:PE=N` for N cpus per rank) when the cores are the run's own, `--bind-to none`
+// when they are shared; nothing when the spec's mpirun_args bind the ranks themselves.
+std::vector<std::string> BindingArguments(bool own_cores, int cpus_per_rank,
+                                          const std::vector<std::string>& user_args);
 
 // The argument vector after "mpirun" for a request (exposed for tests).
 std::vector<std::string> MpirunArguments(const LocalLaunchSettings& settings,

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/captured_command.h"
+#include "orchestrator/local_launcher.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -213,8 +214,10 @@ std::vector<std::string> SbatchArguments(const SlurmLaunchSettings& settings,
     a.push_back("mpirun");
     a.push_back("-np");
     a.push_back(std::to_string(request.world_size));
-    a.push_back("--bind-to");
-    a.push_back("none");
+    // The allocation's cores are the job's own (Slurm's cgroup): each rank pinned to its cores.
+    for (const std::string& b : BindingArguments(/*own_cores=*/true, cpus, settings.mpirun_args)) {
+      a.push_back(b);
+    }
     if (as_root) a.push_back("--allow-run-as-root");
     a.insert(a.end(), settings.mpirun_args.begin(), settings.mpirun_args.end());
     for (const auto& [name, value] : request.env) {

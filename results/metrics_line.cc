@@ -59,7 +59,8 @@ std::optional<std::string> MarkNonFiniteTokens(std::string_view line) {
       continue;
     }
     if (std::isdigit(static_cast<unsigned char>(c)) ||
-        (c == '-' && i + 1 < line.size() && std::isdigit(static_cast<unsigned char>(line[i + 1])))) {
+        (c == '-' && i + 1 < line.size() &&
+         std::isdigit(static_cast<unsigned char>(line[i + 1])))) {
       // A number too large for a double (1e999) is infinite, as strtod reads it.
       size_t j = i + 1;
       while (j < line.size() && std::strchr("0123456789eE+-.", line[j]) != nullptr) ++j;
@@ -198,6 +199,8 @@ void CheckRecord(const LineHandler& handler, MetricsLine& out) {
     out.error = "field `seq` is missing or not an integer";
   } else if (!handler.has_kind()) {
     out.error = "field `kind` is missing or not a string";
+  } else if (out.kind.empty()) {
+    out.error = "field `kind` is empty";  // every record names its kind (docs/protocol.md)
   }
 }
 

@@ -17,6 +17,8 @@
 
 #include <torch/types.h>
 
+#include "base/config_fields.h"
+
 namespace batchlab::runner {
 
 enum class ReduceOp { kSum, kAvg };
@@ -56,13 +58,14 @@ struct RankInfo {
   int local_rank = 0;
 };
 
+// Config "comm" (meanings, ranges and defaults: base/config_fields.cc, the one declaration).
 struct CommConfig {
-  std::string backend = "mpi";  // mpi | gloo | nccl
-  double bucket_mb = 25.0;      // gradient fusion bucket size
-  std::string rendezvous;       // gloo: FileStore path, or host:port for a TCPStore served by
-                                // rank 0 ("" = a file in $TMPDIR named after the launcher's job
-                                // id: single node only; set DefaultRendezvous(metrics_path))
-  int timeout_seconds = 300;
+  std::string backend = config::Default<std::string>("comm.backend");  // mpi | gloo | nccl
+  double bucket_mb = config::Default<double>("comm.bucket_mb");  // gradient fusion bucket size
+  // gloo: FileStore path, or host:port for a TCPStore served by rank 0 ("" = a file in $TMPDIR
+  // named after the launcher's job id: single node only; set DefaultRendezvous(metrics_path))
+  std::string rendezvous = config::Default<std::string>("comm.rendezvous");
+  int timeout_seconds = config::Default<int>("comm.timeout_seconds");
 };
 
 // Builds the named backend; throws RunnerError (bad config) for an unknown or not-built backend.

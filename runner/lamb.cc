@@ -7,8 +7,6 @@
 
 #include <torch/torch.h>
 
-#include "runner/runner_error.h"
-
 namespace batchlab::runner {
 namespace {
 
@@ -16,21 +14,11 @@ std::string StateKey(const torch::Tensor& p) {
   return c10::guts::to_string(p.unsafeGetTensorImpl());
 }
 
-void CheckOptions(const LambOptions& o) {
-  if (!(o.lr() >= 0)) throw BadConfig("lr.base: LAMB needs a non-negative learning rate");
-  if (!(o.beta1() >= 0 && o.beta1() < 1)) throw BadConfig("optimizer.beta1: must be in [0, 1)");
-  if (!(o.beta2() >= 0 && o.beta2() < 1)) throw BadConfig("optimizer.beta2: must be in [0, 1)");
-  if (!(o.eps() > 0)) throw BadConfig("optimizer.eps: must be > 0");
-  if (!(o.weight_decay() >= 0)) throw BadConfig("optimizer.weight_decay: must be >= 0");
-}
-
 }  // namespace
 
 Lamb::Lamb(std::vector<torch::Tensor> params, const LambOptions& defaults)
     : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
-                              std::make_unique<LambOptions>(defaults)) {
-  CheckOptions(defaults);
-}
+                              std::make_unique<LambOptions>(defaults)) {}
 
 torch::Tensor Lamb::step(LossClosure closure) {
   torch::NoGradGuard no_grad;

@@ -21,16 +21,19 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include "base/config_fields.h"
+
 namespace batchlab::runner {
 
 struct LambOptions : public torch::optim::OptimizerCloneableOptions<LambOptions> {
   explicit LambOptions(double lr = 1e-3) : lr_(lr) {}
   TORCH_ARG(double, lr);
-  TORCH_ARG(double, beta1) = 0.9;
-  TORCH_ARG(double, beta2) = 0.999;
-  TORCH_ARG(double, eps) = 1e-6;
-  TORCH_ARG(double, weight_decay) = 0.0;
-  TORCH_ARG(bool, exclude_bias_and_norm) = true;
+  // Defaults: the run config's (base/config_fields.cc).
+  TORCH_ARG(double, beta1) = config::Default<double>("optimizer.beta1");
+  TORCH_ARG(double, beta2) = config::Default<double>("optimizer.beta2");
+  TORCH_ARG(double, eps) = config::Default<double>("optimizer.eps");
+  TORCH_ARG(double, weight_decay) = config::Default<double>("optimizer.weight_decay");
+  TORCH_ARG(bool, exclude_bias_and_norm) = config::Default<bool>("optimizer.exclude_bias_and_norm");
 
  public:
   double get_lr() const override { return lr_; }
@@ -46,7 +49,8 @@ struct LambParamState : public torch::optim::OptimizerCloneableParamState<LambPa
 
 class Lamb : public torch::optim::Optimizer {
  public:
-  // Throws RunnerError (bad config) naming optimizer.* for invalid hyper-parameters.
+  // The options are not checked here: a run's are checked once, against the declaration
+  // (base/config_fields.cc), when its config is parsed (run_config.h).
   Lamb(std::vector<torch::Tensor> params, const LambOptions& defaults);
   torch::Tensor step(LossClosure closure = nullptr) override;
   const LambParamState* StateOf(const torch::Tensor& param) const;

@@ -7,8 +7,6 @@
 
 #include <torch/torch.h>
 
-#include "runner/runner_error.h"
-
 namespace batchlab::runner {
 namespace {
 
@@ -16,23 +14,11 @@ std::string StateKey(const torch::Tensor& p) {
   return c10::guts::to_string(p.unsafeGetTensorImpl());
 }
 
-void CheckOptions(const LarsOptions& o) {
-  if (!(o.lr() >= 0)) throw BadConfig("lr.base: LARS needs a non-negative learning rate");
-  if (!(o.momentum() >= 0 && o.momentum() < 1))
-    throw BadConfig("optimizer.momentum: LARS momentum must be in [0, 1)");
-  if (!(o.weight_decay() >= 0)) throw BadConfig("optimizer.weight_decay: must be >= 0");
-  if (!(o.trust_coefficient() > 0))
-    throw BadConfig("optimizer.trust_coefficient: LARS trust coefficient (eta) must be > 0");
-  if (!(o.eps() >= 0)) throw BadConfig("optimizer.eps: must be >= 0");
-}
-
 }  // namespace
 
 Lars::Lars(std::vector<torch::Tensor> params, const LarsOptions& defaults)
     : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
-                              std::make_unique<LarsOptions>(defaults)) {
-  CheckOptions(defaults);
-}
+                              std::make_unique<LarsOptions>(defaults)) {}
 
 torch::Tensor Lars::step(LossClosure closure) {
   torch::NoGradGuard no_grad;

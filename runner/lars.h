@@ -19,16 +19,19 @@
 #include <torch/optim/optimizer.h>
 #include <torch/types.h>
 
+#include "base/config_fields.h"
+
 namespace batchlab::runner {
 
 struct LarsOptions : public torch::optim::OptimizerCloneableOptions<LarsOptions> {
   explicit LarsOptions(double lr = 0.1) : lr_(lr) {}
   TORCH_ARG(double, lr);
-  TORCH_ARG(double, momentum) = 0.9;
-  TORCH_ARG(double, weight_decay) = 0.0;
-  TORCH_ARG(double, trust_coefficient) = 0.001;  // η
-  TORCH_ARG(double, eps) = 0.0;                  // added to the trust-ratio denominator
-  TORCH_ARG(bool, exclude_bias_and_norm) = true;
+  // Defaults: the run config's (base/config_fields.cc).
+  TORCH_ARG(double, momentum) = config::Default<double>("optimizer.momentum");
+  TORCH_ARG(double, weight_decay) = config::Default<double>("optimizer.weight_decay");
+  TORCH_ARG(double, trust_coefficient) = config::Default<double>("optimizer.trust_coefficient");
+  TORCH_ARG(double, eps) = 0.0;  // added to the trust-ratio denominator
+  TORCH_ARG(bool, exclude_bias_and_norm) = config::Default<bool>("optimizer.exclude_bias_and_norm");
 
  public:
   double get_lr() const override { return lr_; }
@@ -42,7 +45,8 @@ struct LarsParamState : public torch::optim::OptimizerCloneableParamState<LarsPa
 
 class Lars : public torch::optim::Optimizer {
  public:
-  // Throws RunnerError (bad config) naming optimizer.* for invalid hyper-parameters.
+  // The options are not checked here: a run's are checked once, against the declaration
+  // (base/config_fields.cc), when its config is parsed (run_config.h).
   Lars(std::vector<torch::Tensor> params, const LarsOptions& defaults);
   torch::Tensor step(LossClosure closure = nullptr) override;
   // The state of one parameter, or nullptr before its first step.

@@ -21,6 +21,9 @@ double ScaleByRule(const LrConfig& c, int64_t global_batch) {
   throw BadConfig("lr.rule: unknown rule \"" + c.rule + "\"; use one of none, linear, sqrt");
 }
 
+// Single values are checked against the declaration when a config is parsed (run_config.h); this
+// module checks them again, with the messages the Python client's lr.py mirrors word for word
+// (lr_parity_test), because it is also used on its own (tests/clients/lr_schedule_print.cc).
 void Validate(const LrConfig& c, int64_t global_batch, int64_t total_steps,
               int64_t steps_per_epoch) {
   auto need = [](bool ok, const std::string& message) {

@@ -14,19 +14,22 @@
 #include <string>
 #include <vector>
 
+#include "base/config_fields.h"
+
 namespace batchlab::runner {
 
+// Config "lr" (meanings, ranges and defaults: base/config_fields.cc, the one declaration).
 struct LrConfig {
-  double base = 0.1;
-  int64_t base_batch_size = 256;
-  std::string rule = "none";         // none | linear | sqrt
-  int64_t warmup_steps = 0;          // linear warmup from `base` to the scaled LR
-  double warmup_epochs = 0;          // alternative to warmup_steps (converted with steps/epoch)
-  std::string schedule = "constant"; // constant | step | cosine | poly
-  std::vector<int64_t> milestones;   // step: decay by `gamma` at each milestone step
-  double gamma = 0.1;
-  double power = 1.0;                // poly
-  double final_lr_fraction = 0.0;    // cosine/poly end at scaled * fraction
+  double base = config::Default<double>("lr.base");
+  int64_t base_batch_size = config::Default<int64_t>("lr.base_batch_size");
+  std::string rule = config::Default<std::string>("lr.rule");  // none | linear | sqrt
+  int64_t warmup_steps = config::Default<int64_t>("lr.warmup_steps");
+  double warmup_epochs = config::Default<double>("lr.warmup_epochs");  // converted with steps/epoch
+  std::string schedule = config::Default<std::string>("lr.schedule");
+  std::vector<int64_t> milestones = config::Default<std::vector<int64_t>>("lr.milestones");
+  double gamma = config::Default<double>("lr.gamma");
+  double power = config::Default<double>("lr.power");                          // poly
+  double final_lr_fraction = config::Default<double>("lr.final_lr_fraction");  // cosine, poly
 };
 
 class LrSchedule {

@@ -4,6 +4,8 @@
 //   batchlab-runner --validate --config config.json        # exit 0 or 2, trains nothing
 //   batchlab-runner --validate-batch configs.jsonl         # every line a config; exit 0 or 2
 //   batchlab-runner --config c.json --dump-params /tmp/p   # also writes /tmp/p.rank<r>
+//   batchlab-runner --list                                 # the registered models and datasets
+//   mpirun -np 2 batchlab-runner --worker DIR              # warm worker (worker_loop.h)
 //
 // Exit codes: 0 completed, 3 target reached, 4 diverged, 5 budget exhausted, 2 bad config,
 // 1 any other failure. Messages go to stderr prefixed with "batchlab-runner[rank r]:".
@@ -13,19 +15,24 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
 #include "runner/communicator.h"
 #include "runner/datasets/dataset.h"
+#include "runner/datasets/dataset_registry.h"
 #include "runner/lr_schedule.h"
 #include "runner/metrics_writer.h"
+#include "runner/model_registry.h"
 #include "runner/optimizer_factory.h"
 #include "runner/run_config.h"
 #include "runner/runner_error.h"
 #include "runner/trainer.h"
+#include "runner/worker_loop.h"
 
 namespace batchlab::runner {
 namespace {
@@ -80,6 +87,21 @@ int ValidateBatch(const std::string& path) {
   return invalid > 0 ? 2 : 0;
 }
 
+// --list: the registered models and datasets, one per line with its summary and own fields.
+template <class Entry>
+void ListEntries(const char* title, const std::vector<std::string>& names,
+                 const Entry& (*find)(const std::string&)) {
+  std::cout << title << ":\n";
+  for (const std::string& name : names) {
+    const Entry& e = find(name);
+    std::cout << "  " << name << std::string(name.size() < 18 ? 18 - name.size() : 1, ' ')
+              << e.summary << "\n";
+    for (const OwnField& f : e.fields) {
+      std::cout << std::string(20, ' ') << "own field " << DescribeOwnField(f) << "\n";
+    }
+  }
+}
+
 // LibTorch multiplies matrices in the system BLAS; Debian's default libblas3 is the reference
 // implementation, which makes training several times slower. Says so once, on rank 0.
 void WarnIfReferenceBlas(int rank) {
@@ -105,37 +127,18 @@ void DumpParameters(const torch::Tensor& flat, const std::string& path) {
   if (!out) throw RunnerError(RunnerError::Kind::kInternal, "--dump-params: cannot write " + path);
 }
 
-int Main(int argc, char** argv, int& rank, int& world) {
-  CLI::App app{"batchlab-runner: one rank of a data-parallel training job"};
-  std::string config_path, dump_path, batch_path;
-  bool validate = false;
-  auto* config_opt =
-      app.add_option("--config", config_path, "resolved run config (JSON, docs/protocol.md)");
-  app.add_flag("--validate", validate, "check the config and exit 0 (valid) or 2 (invalid)");
-  app.add_option("--validate-batch", batch_path,
-                 "check every config of a JSON Lines file; print {\"line\", \"error\"} per "
-                 "invalid one; exit 0 (all valid) or 2")
-      ->excludes(config_opt);
-  app.add_option("--dump-params", dump_path,
-                 "debug: write each rank's final parameters (raw float32) to PATH.rank<r>");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+// The dataset of the previous run of a warm worker, kept while runs name the same `data`.
+struct LoadedData {
+  std::string key;  // the config's `data` section
+  std::optional<Dataset> data;
+};
 
-  if (!batch_path.empty()) return ValidateBatch(batch_path);
-  if (config_path.empty()) throw BadConfig("--config: required (the resolved run config)");
-
-  const RankInfo where = RankInfoFromEnvironment();
-  rank = where.rank;
-  world = where.world_size;
-  if (validate) {
-    CheckBeyondParsing(LoadRunConfig(config_path, /*world_size=*/0));
-    return 0;
-  }
+// One resolved config on this rank, as `batchlab-runner --config` runs it; returns the exit code
+// and throws RunnerError for failures. `keep` (warm workers) reuses the previous run's data.
+int RunConfigFile(const std::string& config_path, const RankInfo& where,
+                  const std::string& dump_path, LoadedData* keep) {
   RunConfig config = LoadRunConfig(config_path, where.world_size);
+  const int rank = where.rank;
 
   torch::set_num_threads(static_cast<int>(config.threads));
   WarnIfReferenceBlas(rank);
@@ -166,7 +169,19 @@ int Main(int argc, char** argv, int& rank, int& world) {
 
   // Load the data before anything else: a missing dataset fails every rank alike, before MPI
   // starts and before a metrics file exists.
-  const Dataset data = LoadDataset(config.data);
+  LoadedData local;
+  LoadedData& loaded = keep != nullptr ? *keep : local;
+  {
+    std::ifstream in(config_path);
+    const std::string key =
+        nlohmann::json::parse(in, nullptr, false).value("data", nlohmann::json()).dump();
+    if (!loaded.data || loaded.key != key) {
+      loaded.data.reset();
+      loaded.data = LoadDataset(config.data);
+      loaded.key = key;
+    }
+  }
+  const Dataset& data = *loaded.data;
   std::unique_ptr<Communicator> comm;
   if (config.world_size > 1) {
     // Waiting ranks yield the CPU instead of spinning: a study runs several jobs on few cores.
@@ -190,6 +205,66 @@ int Main(int argc, char** argv, int& rank, int& world) {
     if (comm) comm->Abandon();  // the peers must not wait for this rank any longer
     throw;
   }
+}
+
+// --worker DIR: runs configs as the orchestrator hands them over (worker_loop.h). A failure is
+// reported on the run's stderr.log and ends the worker with its exit code.
+int RunWorker(const std::string& dir, const RankInfo& where) {
+  LoadedData keep;
+  return RunWorkerLoop(dir, where.rank, [&](const std::string& config_path) {
+    try {
+      return RunConfigFile(config_path, where, "", &keep);
+    } catch (const RunnerError& e) {
+      std::cerr << "batchlab-runner[rank " << where.rank << "]: " << e.what() << "\n";
+      return e.exit_code();
+    } catch (const std::exception& e) {
+      std::cerr << "batchlab-runner[rank " << where.rank << "]: " << e.what() << "\n";
+      return 1;
+    }
+  });
+}
+
+int Main(int argc, char** argv, int& rank, int& world) {
+  CLI::App app{"batchlab-runner: one rank of a data-parallel training job"};
+  std::string config_path, dump_path, batch_path, worker_dir;
+  bool validate = false, list = false;
+  auto* config_opt =
+      app.add_option("--config", config_path, "resolved run config (JSON, docs/protocol.md)");
+  app.add_flag("--validate", validate, "check the config and exit 0 (valid) or 2 (invalid)");
+  app.add_option("--validate-batch", batch_path,
+                 "check every config of a JSON Lines file; print {\"line\", \"error\"} per "
+                 "invalid one; exit 0 (all valid) or 2")
+      ->excludes(config_opt);
+  app.add_option("--worker", worker_dir,
+                 "warm worker: run the configs the orchestrator puts in DIR, one after another "
+                 "(docs/protocol.md, \"Warm workers\")")
+      ->excludes(config_opt);
+  app.add_flag("--list", list, "print the registered models and datasets (model.name, data.name)");
+  app.add_option("--dump-params", dump_path,
+                 "debug: write each rank's final parameters (raw float32) to PATH.rank<r>");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  if (list) {
+    ListEntries("models", ModelNames(), &FindModel);
+    ListEntries("datasets", DatasetNames(), &FindDataset);
+    return 0;
+  }
+  if (!batch_path.empty()) return ValidateBatch(batch_path);
+  const RankInfo where = RankInfoFromEnvironment();
+  rank = where.rank;
+  world = where.world_size;
+  if (!worker_dir.empty()) return RunWorker(worker_dir, where);
+  if (config_path.empty()) throw BadConfig("--config: required (the resolved run config)");
+  if (validate) {
+    CheckBeyondParsing(LoadRunConfig(config_path, /*world_size=*/0));
+    return 0;
+  }
+  return RunConfigFile(config_path, where, dump_path, nullptr);
 }
 
 }  // namespace

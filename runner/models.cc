@@ -1,15 +1,19 @@
-// logreg, mlp and cnn (see models.h).
+// logreg, mlp and cnn (see models.h), registered like any other model (model_registry.h).
 #include "runner/models.h"
 
 #include <string>
 #include <vector>
 
+#include "runner/model_registry.h"
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
 namespace {
 
 namespace nn = torch::nn;
+
+// Logits per class, or one output for regression.
+int64_t Outputs(const Dataset& data) { return data.classes > 0 ? data.classes : 1; }
 
 class LogReg : public Model {
  public:
@@ -70,30 +74,52 @@ class Cnn : public Model {
   nn::Linear fc1_, fc2_;
 };
 
+std::shared_ptr<Model> MakeLogReg(const ModelConfig& config, const Dataset& data) {
+  return std::make_shared<LogReg>(data.features(), Outputs(data), config.bias);
+}
+
+std::shared_ptr<Model> MakeMlp(const ModelConfig& config, const Dataset& data) {
+  return std::make_shared<Mlp>(data.features(), config.hidden, Outputs(data), config.bias);
+}
+
+void CheckCnn(const ModelConfig& config) {
+  if (config.channels.size() != 2) {
+    throw BadConfig(
+        "model.channels: the cnn has two conv blocks; give two channel counts, e.g. [16, 32]");
+  }
+  if (config.hidden.size() > 1) {
+    throw BadConfig("model.hidden: the cnn has one dense hidden layer; give at most one width");
+  }
+}
+
+std::shared_ptr<Model> MakeCnn(const ModelConfig& config, const Dataset& data) {
+  if (data.image_shape.size() != 3 || data.image_shape[1] < 4 || data.image_shape[2] < 4) {
+    throw BadConfig(
+        "model.name: \"cnn\" needs image data (fashion-mnist or idx images of at least 4x4); "
+        "data \"" +
+        data.name + "\" has plain feature rows; use mlp");
+  }
+  CheckCnn(config);
+  const int64_t hidden = config.hidden.empty() ? 128 : config.hidden[0];
+  return std::make_shared<Cnn>(data.image_shape, config.channels, hidden, Outputs(data),
+                               config.bias);
+}
+
+[[maybe_unused]] const bool registered_logreg = RegisterModel(
+    {"logreg", "Linear(F -> out): logistic regression, or linear regression on 1 output",
+     MakeLogReg});
+[[maybe_unused]] const bool registered_mlp = RegisterModel(
+    {"mlp", "Linear + ReLU layers of widths model.hidden, then Linear(-> out)", MakeMlp});
+[[maybe_unused]] const bool registered_cnn = RegisterModel(
+    {"cnn", "two 5x5 conv + pool blocks (model.channels), a dense layer (model.hidden[0])", MakeCnn,
+     CheckCnn});
+
 }  // namespace
 
 int64_t Model::ParameterCount() {
   int64_t n = 0;
   for (const auto& p : parameters()) n += p.numel();
   return n;
-}
-
-std::shared_ptr<Model> MakeModel(const ModelConfig& config, const Dataset& data) {
-  const int64_t out = data.classes > 0 ? data.classes : 1;
-  const int64_t in = data.features();
-  if (config.name == "logreg") return std::make_shared<LogReg>(in, out, config.bias);
-  if (config.name == "mlp") return std::make_shared<Mlp>(in, config.hidden, out, config.bias);
-  if (config.name == "cnn") {
-    if (data.image_shape.size() != 3 || data.image_shape[1] < 4 || data.image_shape[2] < 4) {
-      throw BadConfig(
-          "model.name: \"cnn\" needs image data (fashion-mnist or idx images of at "
-          "least 4x4); data \"" +
-          data.name + "\" has plain feature rows; use mlp");
-    }
-    const int64_t hidden = config.hidden.empty() ? 128 : config.hidden[0];
-    return std::make_shared<Cnn>(data.image_shape, config.channels, hidden, out, config.bias);
-  }
-  throw BadConfig("model.name: unknown model \"" + config.name + "\"; use logreg, mlp or cnn");
 }
 
 }  // namespace batchlab::runner

@@ -6,7 +6,9 @@
 //            -> Linear(out)                                     model.channels = [c1, c2]
 //
 // out = the number of classes (logits), or 1 for regression. Initialization is LibTorch's
-// default (the same as PyTorch's), drawn from the global generator: seed it first.
+// default (the same as PyTorch's), drawn from the global generator: seed it first. These three
+// register like any other model (model_registry.h: adding a model is one file); model.name picks
+// a registered one (`batchlab-runner --list`).
 //
 //   torch::manual_seed(config.seed);
 //   std::shared_ptr<Model> model = MakeModel(config.model, data);
@@ -29,7 +31,8 @@ class Model : public torch::nn::Module {
   int64_t ParameterCount();
 };
 
-// Throws BadConfig naming model.* when the model does not fit the data (e.g. cnn on CSV rows).
+// The registered model named config.name (model_registry.cc). Throws BadConfig naming model.* for
+// an unknown name or a model that does not fit the data (e.g. cnn on CSV rows).
 std::shared_ptr<Model> MakeModel(const ModelConfig& config, const Dataset& data);
 
 }  // namespace batchlab::runner

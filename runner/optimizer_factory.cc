@@ -1,7 +1,6 @@
 // MakeOptimizer / SetLearningRate (see optimizer_factory.h).
 #include "runner/optimizer_factory.h"
 
-#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -11,41 +10,9 @@
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
-namespace {
-
-void Need(bool ok, const std::string& message) {
-  if (!ok) throw BadConfig(message);
-}
-
-void Validate(const OptimizerConfig& c, double initial_lr) {
-  Need(std::isfinite(initial_lr) && initial_lr >= 0, "lr.base: must be a non-negative number");
-  Need(std::isfinite(c.weight_decay) && c.weight_decay >= 0,
-       "optimizer.weight_decay: must be a number >= 0");
-  const bool uses_momentum = c.name == "momentum" || c.name == "nesterov" || c.name == "lars";
-  if (uses_momentum) {
-    Need(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
-         "optimizer.momentum: must be in [0, 1)");
-  }
-  if (c.name == "nesterov") {
-    Need(c.momentum > 0, "optimizer.momentum: nesterov needs a momentum > 0 (e.g. 0.9)");
-  }
-  const bool uses_moments = c.name == "adam" || c.name == "adamw" || c.name == "lamb";
-  if (uses_moments) {
-    Need(c.beta1 >= 0 && c.beta1 < 1, "optimizer.beta1: must be in [0, 1)");
-    Need(c.beta2 >= 0 && c.beta2 < 1, "optimizer.beta2: must be in [0, 1)");
-    Need(c.eps > 0, "optimizer.eps: must be > 0");
-  }
-  if (c.name == "lars") {
-    Need(c.trust_coefficient > 0, "optimizer.trust_coefficient: must be > 0 (e.g. 0.001)");
-  }
-}
-
-}  // namespace
-
 std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
     const OptimizerConfig& config, const torch::OrderedDict<std::string, torch::Tensor>& params,
     double initial_lr) {
-  Validate(config, initial_lr);
   std::vector<torch::Tensor> p = params.values();
   const std::string& n = config.name;
   if (n == "sgd" || n == "momentum" || n == "nesterov") {

@@ -1,11 +1,17 @@
-// Strict parsing of the resolved config (see run_config.h, docs/protocol.md, docs/runner.md).
+// Parsing of the resolved config against the one declaration (see run_config.h, docs/protocol.md,
+// docs/runner.md): the declaration's checks (base/config_check.h), its defaults, then one binding
+// per declared field from its path to the member of RunConfig that holds it.
 #include "runner/run_config.h"
 
-#include <cmath>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
+#include <utility>
 
+#include "base/config_check.h"
+#include "runner/datasets/dataset_registry.h"
+#include "runner/model_registry.h"
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
@@ -13,208 +19,218 @@ namespace {
 
 using nlohmann::json;
 
-std::string Join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-// Reads the fields of one JSON object, remembering which keys were consumed so that Finish()
-// can reject every other key with its full path.
-class ObjectReader {
- public:
-  ObjectReader(const json& object, std::string path) : object_(object), path_(std::move(path)) {
-    if (!object_.is_object()) {
-      throw BadConfig(Where() + ": must be a JSON object, got " + object_.dump());
-    }
-  }
-
-  void Int(const char* key, int64_t& out, int64_t min) {
-    const json* v = Take(key);
-    if (v == nullptr) return;
-    if (!v->is_number_integer()) Fail(key, *v, "must be an integer");
-    out = v->get<int64_t>();
-    if (out < min) Fail(key, *v, "must be >= " + std::to_string(min));
-  }
-
-  void Num(const char* key, double& out, double min, bool exclusive) {
-    const json* v = Take(key);
-    if (v == nullptr) return;
-    if (!v->is_number()) Fail(key, *v, "must be a number");
-    out = v->get<double>();
-    if (!std::isfinite(out) || (exclusive ? out <= min : out < min)) {
-      std::ostringstream os;
-      os << "must be a finite number " << (exclusive ? "> " : ">= ") << min;
-      Fail(key, *v, os.str());
-    }
-  }
-
-  void Str(const char* key, std::string& out, const std::vector<std::string>& allowed = {}) {
-    const json* v = Take(key);
-    if (v == nullptr) return;
-    if (!v->is_string()) Fail(key, *v, "must be a string");
-    out = v->get<std::string>();
-    if (allowed.empty()) return;
-    for (const auto& a : allowed) {
-      if (out == a) return;
-    }
-    Fail(key, *v, "is not one of: " + Join(allowed));
-  }
-
-  void Bool(const char* key, bool& out) {
-    const json* v = Take(key);
-    if (v == nullptr) return;
-    if (!v->is_boolean()) Fail(key, *v, "must be true or false");
-    out = v->get<bool>();
-  }
-
-  void IntArray(const char* key, std::vector<int64_t>& out, int64_t min) {
-    const json* v = Take(key);
-    if (v == nullptr) return;
-    if (!v->is_array()) Fail(key, *v, "must be an array of integers");
-    out.clear();
-    for (size_t i = 0; i < v->size(); ++i) {
-      const json& e = (*v)[i];
-      if (!e.is_number_integer() || e.get<int64_t>() < min) {
-        throw BadConfig(Path(key) + "[" + std::to_string(i) + "]: " + e.dump() +
-                        " must be an integer >= " + std::to_string(min));
-      }
-      out.push_back(e.get<int64_t>());
-    }
-  }
-
-  // A nested object; nullptr when absent (or null, if `null_ok`).
-  std::optional<ObjectReader> Object(const char* key, bool null_ok = false) {
-    const json* v = Take(key);
-    if (v == nullptr || (null_ok && v->is_null())) return std::nullopt;
-    return ObjectReader(*v, Path(key));
-  }
-
-  bool Has(const char* key) const { return object_.contains(key); }
-
-  // Every key not consumed is an error naming its path and the keys allowed here.
-  void Finish() const {
-    for (auto it = object_.begin(); it != object_.end(); ++it) {
-      if (!seen_.count(it.key())) {
-        std::vector<std::string> names(seen_.begin(), seen_.end());
-        throw BadConfig(Path(it.key().c_str()) +
-                        ": unknown field; remove it (fields read here: " + Join(names) + ")");
-      }
-    }
-  }
-
-  void Known(const char* key) { seen_.insert(key); }  // a key allowed but ignored
-
-  std::string Path(const char* key) const { return path_.empty() ? key : path_ + "." + key; }
-
- private:
-  std::string Where() const { return path_.empty() ? "config" : path_; }
-
-  const json* Take(const char* key) {
-    seen_.insert(key);
-    auto it = object_.find(key);
-    return it == object_.end() ? nullptr : &*it;
-  }
-
-  [[noreturn]] void Fail(const char* key, const json& value, const std::string& what) const {
-    throw BadConfig(Path(key) + ": " + value.dump() + " " + what);
-  }
-
-  const json& object_;
-  std::string path_;
-  std::set<std::string> seen_;
+// One declared field the runner reads: its dotted path and how its value gets into (and out of)
+// RunConfig. Only the binding knows the member; the type, range and default are the declaration's.
+struct Binding {
+  std::string path;
+  std::function<void(const json&, RunConfig&)> read;
+  // nullopt: the field is absent (it has no declared default and holds its "absent" value).
+  std::function<std::optional<json>(const RunConfig&)> write;
 };
 
-void ParseData(ObjectReader r, DataConfig& d) {
-  r.Str("name", d.name, {"fashion-mnist", "synthetic-linear", "idx", "csv"});
-  r.Str("path", d.path);
-  r.Str("test_path", d.test_path);
-  r.Int("label_column", d.label_column, -1);
-  r.Str("task", d.task, {"classification", "regression"});
-  r.Int("samples", d.samples, 1);
-  r.Int("test_samples", d.test_samples, 0);
-  r.Int("features", d.features, 1);
-  r.Num("noise", d.noise, 0, false);
-  r.Int("seed", d.seed, 0);
-  r.Finish();
-  if ((d.name == "idx" || d.name == "csv") && d.path.empty()) {
-    throw BadConfig("data.path: data.name \"" + d.name + "\" needs the path of your data (" +
-                    (d.name == "idx" ? "a folder with train-images-idx3-ubyte[.gz] etc."
-                                     : "a CSV file of features and a label column") +
-                    ")");
+// `member` is a generic lambda from a (const) RunConfig to the member: [](auto& c) -> auto& {...}.
+template <class Member>
+Binding Bind(std::string path, Member member) {
+  const config::Field* field = config::FindField(path);
+  const bool has_default = field != nullptr && field->default_value.has_value();
+  return {std::move(path), [member](const json& v, RunConfig& c) { v.get_to(member(c)); },
+          [member, has_default](const RunConfig& c) -> std::optional<json> {
+            const auto& value = member(c);
+            using T = std::decay_t<decltype(value)>;
+            if (!has_default && value == T{}) return std::nullopt;
+            return json(value);
+          }};
+}
+
+// Declaration order (base/config_fields.cc). Adding a field the runner reads: one line here.
+const std::vector<Binding>& Bindings() {
+  static const std::vector<Binding> bindings = {
+      Bind(
+          "run_id", [](auto& c) -> auto& { return c.run_id; }),
+      Bind(
+          "sweep", [](auto& c) -> auto& { return c.sweep; }),
+      Bind(
+          "attempt", [](auto& c) -> auto& { return c.attempt; }),
+      Bind(
+          "seed", [](auto& c) -> auto& { return c.seed; }),
+      Bind(
+          "world_size", [](auto& c) -> auto& { return c.world_size; }),
+      Bind(
+          "local_batch_size", [](auto& c) -> auto& { return c.local_batch_size; }),
+      Bind(
+          "micro_batch_size", [](auto& c) -> auto& { return c.micro_batch_size; }),
+      Bind(
+          "metrics_path", [](auto& c) -> auto& { return c.metrics_path; }),
+      Bind(
+          "nodes", [](auto& c) -> auto& { return c.nodes; }),
+      Bind(
+          "ranks_per_node", [](auto& c) -> auto& { return c.ranks_per_node; }),
+      Bind(
+          "batch_size", [](auto& c) -> auto& { return c.batch_size; }),
+      Bind(
+          "accumulation", [](auto& c) -> auto& { return c.accumulation; }),
+      Bind(
+          "data.name", [](auto& c) -> auto& { return c.data.name; }),
+      Bind(
+          "data.path", [](auto& c) -> auto& { return c.data.path; }),
+      Bind(
+          "data.test_path", [](auto& c) -> auto& { return c.data.test_path; }),
+      Bind(
+          "data.label_column", [](auto& c) -> auto& { return c.data.label_column; }),
+      Bind(
+          "data.task", [](auto& c) -> auto& { return c.data.task; }),
+      Bind(
+          "data.samples", [](auto& c) -> auto& { return c.data.samples; }),
+      Bind(
+          "data.test_samples", [](auto& c) -> auto& { return c.data.test_samples; }),
+      Bind(
+          "data.features", [](auto& c) -> auto& { return c.data.features; }),
+      Bind(
+          "data.noise", [](auto& c) -> auto& { return c.data.noise; }),
+      Bind(
+          "data.seed", [](auto& c) -> auto& { return c.data.seed; }),
+      Bind(
+          "model.name", [](auto& c) -> auto& { return c.model.name; }),
+      Bind(
+          "model.hidden", [](auto& c) -> auto& { return c.model.hidden; }),
+      Bind(
+          "model.channels", [](auto& c) -> auto& { return c.model.channels; }),
+      Bind(
+          "model.bias", [](auto& c) -> auto& { return c.model.bias; }),
+      Bind(
+          "optimizer.name", [](auto& c) -> auto& { return c.optimizer.name; }),
+      Bind(
+          "optimizer.momentum", [](auto& c) -> auto& { return c.optimizer.momentum; }),
+      Bind(
+          "optimizer.weight_decay", [](auto& c) -> auto& { return c.optimizer.weight_decay; }),
+      Bind(
+          "optimizer.beta1", [](auto& c) -> auto& { return c.optimizer.beta1; }),
+      Bind(
+          "optimizer.beta2", [](auto& c) -> auto& { return c.optimizer.beta2; }),
+      Bind(
+          "optimizer.eps", [](auto& c) -> auto& { return c.optimizer.eps; }),
+      Bind(
+          "optimizer.trust_coefficient",
+          [](auto& c) -> auto& { return c.optimizer.trust_coefficient; }),
+      Bind(
+          "optimizer.exclude_bias_and_norm",
+          [](auto& c) -> auto& { return c.optimizer.exclude_bias_and_norm; }),
+      Bind(
+          "lr.base", [](auto& c) -> auto& { return c.lr.base; }),
+      Bind(
+          "lr.base_batch_size", [](auto& c) -> auto& { return c.lr.base_batch_size; }),
+      Bind(
+          "lr.rule", [](auto& c) -> auto& { return c.lr.rule; }),
+      Bind(
+          "lr.warmup_steps", [](auto& c) -> auto& { return c.lr.warmup_steps; }),
+      Bind(
+          "lr.warmup_epochs", [](auto& c) -> auto& { return c.lr.warmup_epochs; }),
+      Bind(
+          "lr.schedule", [](auto& c) -> auto& { return c.lr.schedule; }),
+      Bind(
+          "lr.milestones", [](auto& c) -> auto& { return c.lr.milestones; }),
+      Bind(
+          "lr.gamma", [](auto& c) -> auto& { return c.lr.gamma; }),
+      Bind(
+          "lr.power", [](auto& c) -> auto& { return c.lr.power; }),
+      Bind(
+          "lr.final_lr_fraction", [](auto& c) -> auto& { return c.lr.final_lr_fraction; }),
+      Bind(
+          "budget.epochs", [](auto& c) -> auto& { return c.budget.epochs; }),
+      Bind(
+          "budget.steps", [](auto& c) -> auto& { return c.budget.steps; }),
+      Bind(
+          "budget.samples", [](auto& c) -> auto& { return c.budget.samples; }),
+      Bind(
+          "budget.seconds", [](auto& c) -> auto& { return c.budget.seconds; }),
+      Bind(
+          "eval.every_steps", [](auto& c) -> auto& { return c.eval_every_steps; }),
+      Bind(
+          "eval.subset", [](auto& c) -> auto& { return c.eval_subset; }),
+      // Read only when target is an object (ParseRunConfig creates it first).
+      Bind(
+          "target.metric", [](auto& c) -> auto& { return c.target->metric; }),
+      Bind(
+          "target.op", [](auto& c) -> auto& { return c.target->op; }),
+      Bind(
+          "target.value", [](auto& c) -> auto& { return c.target->value; }),
+      Bind(
+          "comm.backend", [](auto& c) -> auto& { return c.comm.backend; }),
+      Bind(
+          "comm.bucket_mb", [](auto& c) -> auto& { return c.comm.bucket_mb; }),
+      Bind(
+          "comm.rendezvous", [](auto& c) -> auto& { return c.comm.rendezvous; }),
+      Bind(
+          "comm.timeout_seconds", [](auto& c) -> auto& { return c.comm.timeout_seconds; }),
+      Bind(
+          "gns.every_steps", [](auto& c) -> auto& { return c.gns_every_steps; }),
+      Bind(
+          "divergence_factor", [](auto& c) -> auto& { return c.divergence_factor; }),
+      Bind(
+          "threads", [](auto& c) -> auto& { return c.threads; }),
+      Bind(
+          "precision", [](auto& c) -> auto& { return c.precision; }),
+      Bind(
+          "mode", [](auto& c) -> auto& { return c.mode; }),
+  };
+  return bindings;
+}
+
+bool IsTargetField(const std::string& path) { return path.rfind("target.", 0) == 0; }
+
+// The value at a dotted path of `root`; nullptr if absent (or below a null object).
+const json* At(const json& root, const std::string& path) {
+  const json* v = &root;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path.find('.', start);
+    if (!v->is_object()) return nullptr;
+    auto it = v->find(path.substr(start, dot == std::string::npos ? dot : dot - start));
+    if (it == v->end()) return nullptr;
+    v = &*it;
+    if (dot == std::string::npos) return v;
+    start = dot + 1;
   }
 }
 
-void ParseModel(ObjectReader r, ModelConfig& m) {
-  r.Str("name", m.name, {"logreg", "mlp", "cnn"});
-  r.IntArray("hidden", m.hidden, 1);
-  r.IntArray("channels", m.channels, 1);
-  r.Bool("bias", m.bias);
-  r.Finish();
-  if (m.name == "cnn" && m.channels.size() != 2) {
+// The keys of `object` (model, data) that the declaration does not name: the registered model's or
+// dataset's own fields (own_fields.h). `declared` gets the declared names, sorted, for messages.
+nlohmann::json OwnFields(const json& config, const char* object, std::string* declared) {
+  const config::Field* f = config::FindField(object);
+  std::set<std::string> names;
+  for (const config::Field& child : f->children) names.insert(child.name);
+  for (const std::string& n : names) *declared += (declared->empty() ? "" : ", ") + n;
+  json own = json::object();
+  auto it = config.find(object);
+  if (it == config.end() || !it->is_object()) return own;
+  for (auto kv = it->begin(); kv != it->end(); ++kv) {
+    if (!names.count(kv.key())) own[kv.key()] = kv.value();
+  }
+  return own;
+}
+
+// What the declaration cannot say: combinations of fields, and the registered model's and
+// dataset's own fields and checks (model_registry.h, datasets/dataset_registry.h).
+void CheckCombinations(const json& j, RunConfig& c) {
+  std::string data_fields, model_fields;
+  c.data.own = OwnFields(j, "data", &data_fields);
+  c.model.own = OwnFields(j, "model", &model_fields);
+  CheckDataConfig(c.data, data_fields);
+  CheckModelConfig(c.model, model_fields);
+  if (c.optimizer.name == "nesterov" && !(c.optimizer.momentum > 0)) {
+    throw BadConfig("optimizer.momentum: nesterov needs a momentum > 0 (e.g. 0.9)");
+  }
+  const BudgetConfig& b = c.budget;
+  if (c.mode == "train" && b.epochs == 0 && b.steps == 0 && b.samples == 0 && b.seconds == 0) {
     throw BadConfig(
-        "model.channels: the cnn has two conv blocks; give two channel counts, e.g. "
-        "[16, 32]");
+        "budget: no limit set; give at least one of epochs, steps, samples, seconds, "
+        "e.g. \"budget\": {\"epochs\": 1}");
   }
-  if (m.name == "cnn" && m.hidden.size() > 1) {
-    throw BadConfig("model.hidden: the cnn has one dense hidden layer; give at most one width");
+  if (c.precision == "fp16") {
+    throw BadConfig(
+        "precision: \"fp16\" needs a CUDA device and this runner trains on the CPU; "
+        "use \"fp32\" or \"bf16\"");
   }
-}
-
-void ParseOptimizer(ObjectReader r, OptimizerConfig& o) {
-  r.Str("name", o.name, {"sgd", "momentum", "nesterov", "adam", "adamw", "lars", "lamb"});
-  r.Num("momentum", o.momentum, 0, false);
-  r.Num("weight_decay", o.weight_decay, 0, false);
-  r.Num("beta1", o.beta1, 0, false);
-  r.Num("beta2", o.beta2, 0, false);
-  r.Num("eps", o.eps, 0, true);
-  r.Num("trust_coefficient", o.trust_coefficient, 0, true);
-  r.Bool("exclude_bias_and_norm", o.exclude_bias_and_norm);
-  r.Finish();
-}
-
-void ParseLr(ObjectReader r, LrConfig& l) {
-  r.Num("base", l.base, 0, true);
-  r.Int("base_batch_size", l.base_batch_size, 1);
-  r.Str("rule", l.rule, {"none", "linear", "sqrt"});
-  r.Int("warmup_steps", l.warmup_steps, 0);
-  r.Num("warmup_epochs", l.warmup_epochs, 0, false);
-  r.Str("schedule", l.schedule, {"constant", "step", "cosine", "poly"});
-  r.IntArray("milestones", l.milestones, 0);
-  r.Num("gamma", l.gamma, 0, true);
-  r.Num("power", l.power, 0, true);
-  r.Num("final_lr_fraction", l.final_lr_fraction, 0, false);
-  r.Finish();
-}
-
-void ParseBudget(ObjectReader r, BudgetConfig& b) {
-  r.Num("epochs", b.epochs, 0, true);
-  r.Int("steps", b.steps, 1);
-  r.Int("samples", b.samples, 1);
-  r.Num("seconds", b.seconds, 0, true);
-  r.Finish();
-}
-
-void ParseTarget(ObjectReader r, TargetConfig& t) {
-  if (!r.Has("metric") || !r.Has("op") || !r.Has("value")) {
-    throw BadConfig(r.Path("metric") +
-                    ": a target needs metric, op and value, e.g. {\"metric\": \"test_accuracy\", "
-                    "\"op\": \">=\", \"value\": 0.85} (or target: null for none)");
-  }
-  r.Str("metric", t.metric, {"test_accuracy", "test_loss", "loss"});
-  r.Str("op", t.op, {">=", "<=", ">", "<"});
-  r.Num("value", t.value, -1e300, false);
-  r.Finish();
-}
-
-void ParseComm(ObjectReader r, CommConfig& c) {
-  r.Str("backend", c.backend, {"mpi", "gloo", "nccl"});
-  r.Num("bucket_mb", c.bucket_mb, 0, true);
-  r.Str("rendezvous", c.rendezvous);
-  int64_t timeout = c.timeout_seconds;
-  r.Int("timeout_seconds", timeout, 1);
-  c.timeout_seconds = static_cast<int>(timeout);
-  r.Finish();
 }
 
 // Derived sizes: checks the ones the config states, fills the ones it leaves out.
@@ -222,9 +238,7 @@ void Derive(const json& j, int64_t launcher_world, RunConfig& c) {
   const int64_t product = c.nodes * c.ranks_per_node;
   if (j.contains("world_size") && c.world_size != product) {
     throw BadConfig("world_size: " + std::to_string(c.world_size) +
-                    " must equal nodes x "
-                    "ranks_per_node = " +
-                    std::to_string(product));
+                    " must equal nodes x ranks_per_node = " + std::to_string(product));
   }
   c.world_size = product;
   if (launcher_world > 0 && launcher_world != c.world_size) {
@@ -262,65 +276,24 @@ bool TargetConfig::Met(double observed) const {
 }
 
 RunConfig ParseRunConfig(const json& j, int64_t world_size) {
-  RunConfig c;
-  ObjectReader r(j, "");
-  r.Str("run_id", c.run_id);
-  r.Str("sweep", c.sweep);
-  r.Int("attempt", c.attempt, 1);
-  r.Int("seed", c.seed, 0);
-  r.Int("nodes", c.nodes, 1);
-  r.Int("ranks_per_node", c.ranks_per_node, 1);
-  r.Int("world_size", c.world_size, 1);
-  if (!j.is_object() || !j.contains("batch_size")) {
+  // Types, ranges, allowed values, unknown and missing fields: the declaration's checks, the same
+  // the orchestrator runs on every resolved config (message: JSON path, value, what is allowed).
+  const Status checked = config::CheckObject(
+      j, "", {/*user_program=*/false, /*derived_allowed=*/true, /*complete=*/true});
+  if (!checked.ok()) throw BadConfig(checked.message());
+  if (!j.contains("batch_size")) {
     throw BadConfig("batch_size: missing; set the global batch size, e.g. \"batch_size\": 64");
   }
-  r.Int("batch_size", c.batch_size, 1);
-  r.Int("accumulation", c.accumulation, 1);
-  r.Int("local_batch_size", c.local_batch_size, 1);
-  r.Int("micro_batch_size", c.micro_batch_size, 1);
-  if (auto o = r.Object("data")) ParseData(*o, c.data);
-  if (auto o = r.Object("model")) ParseModel(*o, c.model);
-  if (auto o = r.Object("optimizer")) ParseOptimizer(*o, c.optimizer);
-  if (auto o = r.Object("lr")) ParseLr(*o, c.lr);
-  if (auto o = r.Object("budget")) ParseBudget(*o, c.budget);
-  if (auto o = r.Object("eval")) {
-    o->Int("every_steps", c.eval_every_steps, 0);
-    o->Int("subset", c.eval_subset, 0);
-    o->Finish();
+  const json full = config::WithDefaults(j, /*builtin_runner=*/true);
+  RunConfig c;
+  const json* target = At(full, "target");
+  if (target != nullptr && target->is_object()) c.target.emplace();
+  for (const Binding& b : Bindings()) {
+    if (IsTargetField(b.path) && !c.target.has_value()) continue;
+    if (const json* v = At(full, b.path)) b.read(*v, c);
   }
-  if (auto o = r.Object("target", /*null_ok=*/true)) {
-    TargetConfig t;
-    ParseTarget(*o, t);
-    c.target = t;
-  }
-  if (auto o = r.Object("comm")) ParseComm(*o, c.comm);
-  if (auto o = r.Object("gns")) {
-    o->Int("every_steps", c.gns_every_steps, 0);
-    o->Finish();
-  }
-  r.Num("divergence_factor", c.divergence_factor, 1, true);
-  r.Int("threads", c.threads, 1);
-  r.Str("precision", c.precision, {"fp32", "bf16", "fp16"});
-  r.Str("mode", c.mode, {"train", "noop"});
-  r.Str("metrics_path", c.metrics_path);
-  r.Known("params");  // the user's own parameters (labels, filters): the runner ignores them
-  r.Finish();
-
   Derive(j, world_size, c);
-  const BudgetConfig& b = c.budget;
-  if (c.mode == "train" && b.epochs == 0 && b.steps == 0 && b.samples == 0 && b.seconds == 0) {
-    throw BadConfig(
-        "budget: no limit set; give at least one of epochs, steps, samples, seconds, "
-        "e.g. \"budget\": {\"epochs\": 1}");
-  }
-  if (c.precision == "fp16") {
-    throw BadConfig(
-        "precision: \"fp16\" needs a CUDA device and this runner trains on the CPU; "
-        "use \"fp32\" or \"bf16\"");
-  }
-  if (c.lr.rule != "none" && c.lr.base_batch_size <= 0) {
-    throw BadConfig("lr.base_batch_size: must be a positive integer");
-  }
+  CheckCombinations(j, c);
   return c;
 }
 
@@ -336,6 +309,28 @@ RunConfig LoadRunConfig(const std::string& path, int64_t world_size) {
     throw BadConfig("--config: \"" + path + "\" is not valid JSON: " + e.what());
   }
   return ParseRunConfig(j, world_size);
+}
+
+json RunConfigToJson(const RunConfig& c) {
+  json out = json::object();
+  out["target"] = nullptr;
+  for (const Binding& b : Bindings()) {
+    if (IsTargetField(b.path) && !c.target.has_value()) continue;
+    std::optional<json> v = b.write(c);
+    if (!v.has_value()) continue;
+    std::string pointer = "/" + b.path;
+    for (char& ch : pointer) ch = ch == '.' ? '/' : ch;
+    out[json::json_pointer(pointer)] = std::move(*v);
+  }
+  for (const auto& [key, value] : c.data.own.items()) out["data"][key] = value;
+  for (const auto& [key, value] : c.model.own.items()) out["model"][key] = value;
+  return out;
+}
+
+std::vector<std::string> RunConfigFieldsRead() {
+  std::vector<std::string> out;
+  for (const Binding& b : Bindings()) out.push_back(b.path);
+  return out;
 }
 
 }  // namespace batchlab::runner

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: set up, build, and run the whole test suite through CTest. Arguments go to
-# ctest (a subset of tests). BATCHLAB_SANITIZE=1 adds the sanitizer and fuzzing pass afterwards
-# (scripts/sanitize.sh; not on by default: see docs/security.md, "Sanitizers and fuzzing").
+# ctest (a subset of tests). The whole suite (no arguments) is followed by the sanitizer and
+# fuzzing pass, scripts/sanitize.sh (docs/security.md, "Sanitizers and fuzzing");
+# BATCHLAB_SANITIZE=0 skips it, BATCHLAB_SANITIZE=1 runs it after a subset too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -13,7 +14,9 @@ if compgen -G "build/fault-injection/*.txt" > /dev/null; then
   echo "fault injection:"
   cat build/fault-injection/*.txt | sed 's/^/  /'
 fi
-if [ "${BATCHLAB_SANITIZE:-0}" = 1 ]; then
+sanitize_default=1
+if [ $# -gt 0 ]; then sanitize_default=0; fi
+if [ "${BATCHLAB_SANITIZE:-$sanitize_default}" = 1 ]; then
   bash scripts/sanitize.sh || rc=$?
 fi
 exit "$rc"

@@ -21,6 +21,7 @@
 #include <string>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include "analysis/report.h"
 #include "analysis/sweep_data.h"
@@ -311,11 +312,20 @@ int main(int argc, char** argv) {
     for (const auto& [n, s] : r.metrics) values += static_cast<int64_t>(s.size());
   }
 
+  // The row for bench/run (format: bench/README.md); the baseline is added below if measured.
+  nlohmann::json row = {{"row", fmt::format("analysis: LoadSweep + RunStudy, {} runs", runs)},
+                        {"value", total_s},
+                        {"unit", "s"},
+                        {"goal", "< 10 s"},
+                        {"ok", total_s < 10},
+                        {"note", fmt::format("{} metric values; {:.2f} s load, {:.2f} CPU-s",
+                                             values, load_s, total_cpu)}};
   if (!baseline) {
     fmt::print(
         "batchlab LoadSweep {:.2f} s ({:.2f} CPU), RunStudy {:.2f} s, total {:.2f} s ({:.2f} "
         "CPU)\n",
         load_s, load_cpu, study_s, total_s, total_cpu);
+    fmt::print("{}\n", row.dump());
     return 0;
   }
   auto t2 = Clock::now();
@@ -362,6 +372,9 @@ int main(int argc, char** argv) {
              naive_load_s / load_s, naive_load_cpu / load_cpu, total_s < 10 ? "yes" : "NO");
   fmt::print("check (same answers, B_crit and B_simple within 15% of 200): {}\n",
              ok ? "PASS" : "FAIL");
+  row["baseline"] = naive_total_s;
+  row["baseline_name"] = "per-run run_metrics loop + RunStudy";
+  fmt::print("{}\n", row.dump());
   if (temp && !keep) {
     std::filesystem::remove(path);
     std::filesystem::remove(path + "-wal");

@@ -1,11 +1,14 @@
-// LoadDataset: dispatch by data.name, normalization, and the checks every dataset shares.
+// The file datasets fashion-mnist, idx and csv: loading, normalization, and their file checks,
+// registered like any other dataset (dataset_registry.h).
 #include "runner/datasets/dataset.h"
 
 #include <fstream>
+#include <iostream>
 
 #include "runner/datasets/csv_file.h"
+#include "runner/datasets/dataset_registry.h"
+#include "runner/datasets/decoded_cache.h"
 #include "runner/datasets/idx_file.h"
-#include "runner/datasets/synthetic_linear.h"
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
@@ -51,16 +54,13 @@ void FromIdx(const torch::Tensor& images, const torch::Tensor& labels, const std
   y = labels.to(torch::kInt64);
 }
 
-Dataset LoadIdx(const DataConfig& c) {
-  const std::string dir = c.path.empty() ? kFashionMnistDir : c.path;
+// Decompresses and converts the four IDX files (`files` in kIdxStems order).
+Dataset DecodeIdx(const std::string& dir, const std::vector<std::string>& files) {
   Dataset d;
-  d.name = c.name;
-  const torch::Tensor train_images =
-      ReadIdxFile(RequireIdx(dir, "train-images-idx3-ubyte", c.name));
-  const torch::Tensor train_labels =
-      ReadIdxFile(RequireIdx(dir, "train-labels-idx1-ubyte", c.name));
-  const torch::Tensor test_images = ReadIdxFile(RequireIdx(dir, "t10k-images-idx3-ubyte", c.name));
-  const torch::Tensor test_labels = ReadIdxFile(RequireIdx(dir, "t10k-labels-idx1-ubyte", c.name));
+  const torch::Tensor train_images = ReadIdxFile(files[0]);
+  const torch::Tensor train_labels = ReadIdxFile(files[1]);
+  const torch::Tensor test_images = ReadIdxFile(files[2]);
+  const torch::Tensor test_labels = ReadIdxFile(files[3]);
   FromIdx(train_images, train_labels, dir + "/train-*", d.train_x, d.train_y);
   FromIdx(test_images, test_labels, dir + "/t10k-*", d.test_x, d.test_y);
   if (train_images.sizes().slice(1) != test_images.sizes().slice(1)) {
@@ -78,6 +78,47 @@ Dataset LoadIdx(const DataConfig& c) {
     d.image_shape = {ch, h, w};
   }
   d.classes = std::max(d.train_y.max().item<int64_t>(), d.test_y.max().item<int64_t>()) + 1;
+  return d;
+}
+
+// The IDX sets through the decoded cache (decoded_cache.h): mapped when a valid file exists for
+// these sources, else decoded and stored. Bump the conversion's name when DecodeIdx changes.
+Dataset LoadIdx(const DataConfig& c) {
+  const std::string dir = c.path.empty() ? kFashionMnistDir : c.path;
+  std::vector<std::string> files;
+  for (const char* stem : kIdxStems) files.push_back(RequireIdx(dir, stem, c.name));
+  const DecodedCache cache = DecodedCache::FromEnvironment();
+  const std::string key = cache.enabled() ? SourceKey(files, "idx u8/255 f32, CHW, v1") : "";
+  std::string why;
+  if (cache.enabled()) {
+    auto t = cache.Read(key, &why);
+    if (t && t->size() == 5 && t->at(4).numel() == 4 && t->at(4).scalar_type() == torch::kInt64) {
+      Dataset d;
+      d.train_x = (*t)[0], d.train_y = (*t)[1], d.test_x = (*t)[2], d.test_y = (*t)[3];
+      const auto meta = (*t)[4].accessor<int64_t, 1>();  // classes, C, H, W (C = 0: no shape)
+      d.classes = meta[0];
+      if (meta[1] > 0) d.image_shape = {meta[1], meta[2], meta[3]};
+      d.name = c.name;
+      return d;
+    }
+    if (why != "absent") {
+      std::cerr << "batchlab-runner: data cache " << cache.PathFor(key) << " is " << why
+                << "; rebuilding it\n";
+    }
+  }
+  Dataset d = DecodeIdx(dir, files);
+  d.name = c.name;
+  if (cache.enabled()) {
+    torch::Tensor meta = torch::zeros({4}, torch::kInt64);
+    auto m = meta.accessor<int64_t, 1>();
+    m[0] = d.classes;
+    for (size_t i = 0; i < d.image_shape.size(); ++i)
+      m[static_cast<int64_t>(i) + 1] = d.image_shape[i];
+    d.train_x = d.train_x.contiguous(), d.test_x = d.test_x.contiguous();
+    if (!cache.Write(key, {d.train_x, d.train_y, d.test_x, d.test_y, meta}, &why)) {
+      std::cerr << "batchlab-runner: warning: data cache not written (" << why << ")\n";
+    }
+  }
   return d;
 }
 
@@ -113,44 +154,56 @@ Dataset LoadCsv(const DataConfig& c) {
   return d;
 }
 
-}  // namespace
+// CSV columns are standardized with the training set's statistics; images stay in [0, 1]
+// (standardizing them makes the quickstart's LR 0.05 x momentum 0.9 noticeably noisier).
+void StandardizeFeatures(Dataset& d) {
+  const torch::Tensor mean = d.train_x.mean(0, /*keepdim=*/true);
+  const torch::Tensor std = d.train_x.std(0, /*unbiased=*/true, /*keepdim=*/true).clamp_min(1e-6);
+  d.train_x = d.train_x.sub(mean).div_(std).contiguous();
+  d.test_x = d.test_x.sub(mean).div_(std).contiguous();
+}
 
-void CheckDatasetFiles(const DataConfig& config) {
-  if (config.name == "synthetic-linear") return;
-  if (config.name == "csv") {
-    RequireReadable(config.path, "data.path");
-    if (!config.test_path.empty()) RequireReadable(config.test_path, "data.test_path");
-    return;
+// data.samples / data.test_samples cap the sets (the first rows) before the statistics are taken.
+Dataset Prepared(const DataConfig& config, Dataset d) {
+  ApplySampleCaps(config, d);
+  if (d.image_shape.empty()) StandardizeFeatures(d);
+  return d;
+}
+
+void CheckIdx(const DataConfig& config) {
+  if (config.name == "idx" && config.path.empty()) {
+    throw BadConfig(
+        "data.path: data.name \"idx\" needs the path of your data (a folder with "
+        "train-images-idx3-ubyte[.gz] etc.)");
   }
   const std::string dir = config.path.empty() ? kFashionMnistDir : config.path;
   for (const char* stem : kIdxStems) RequireIdx(dir, stem, config.name);
 }
 
-Dataset LoadDataset(const DataConfig& config) {
-  Dataset d;
-  if (config.name == "synthetic-linear") {
-    return MakeSyntheticLinear(config);  // already standard normal; samples is its size
+void CheckCsv(const DataConfig& config) {
+  if (config.path.empty()) {
+    throw BadConfig(
+        "data.path: data.name \"csv\" needs the path of your data (a CSV file of features and a "
+        "label column)");
   }
-  d = config.name == "csv" ? LoadCsv(config) : LoadIdx(config);
-
-  // data.samples / data.test_samples cap the sets (the first rows), for quick studies and tests.
-  if (config.samples > 0 && config.samples < d.train_size()) {
-    d.train_x = d.train_x.narrow(0, 0, config.samples).contiguous();
-    d.train_y = d.train_y.narrow(0, 0, config.samples).contiguous();
-  }
-  if (config.test_samples > 0 && config.test_samples < d.test_size()) {
-    d.test_x = d.test_x.narrow(0, 0, config.test_samples).contiguous();
-    d.test_y = d.test_y.narrow(0, 0, config.test_samples).contiguous();
-  }
-  // Images stay in [0, 1] (standardizing them makes the quickstart's LR 0.05 x momentum 0.9
-  // noticeably noisier); CSV columns are standardized with the training set's statistics.
-  if (d.image_shape.empty()) {
-    const torch::Tensor mean = d.train_x.mean(0, /*keepdim=*/true);
-    const torch::Tensor std = d.train_x.std(0, /*unbiased=*/true, /*keepdim=*/true).clamp_min(1e-6);
-    d.train_x = d.train_x.sub(mean).div_(std).contiguous();
-    d.test_x = d.test_x.sub(mean).div_(std).contiguous();
-  }
-  return d;
+  RequireReadable(config.path, "data.path");
+  if (!config.test_path.empty()) RequireReadable(config.test_path, "data.test_path");
 }
+
+Dataset LoadPreparedIdx(const DataConfig& config) { return Prepared(config, LoadIdx(config)); }
+Dataset LoadPreparedCsv(const DataConfig& config) { return Prepared(config, LoadCsv(config)); }
+
+[[maybe_unused]] const bool registered_fashion_mnist = RegisterDataset(
+    {"fashion-mnist",
+     "Fashion-MNIST 28x28 images, 10 classes (dataset-fashion-mnist; data.path: another folder)",
+     LoadPreparedIdx, CheckIdx});
+[[maybe_unused]] const bool registered_idx =
+    RegisterDataset({"idx", "your IDX files in the Fashion-MNIST layout (data.path: their folder)",
+                     LoadPreparedIdx, CheckIdx});
+[[maybe_unused]] const bool registered_csv =
+    RegisterDataset({"csv", "a CSV file of features and a label column (data.path, data.test_path)",
+                     LoadPreparedCsv, CheckCsv});
+
+}  // namespace
 
 }  // namespace batchlab::runner

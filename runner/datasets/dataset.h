@@ -6,8 +6,9 @@
 //   data.train_y;      // [N] int64 class labels, or [N, 1] float32 targets (regression)
 //   data.classes;      // number of classes; 0 = regression (loss 0.5 * mean squared error)
 //
-// Names: fashion-mnist (the installed IDX .gz files), idx (the same layout in your folder),
-// csv (features + label column), synthetic-linear (synthetic_linear.h; known noise scale).
+// data.name picks a registered dataset (dataset_registry.h; `batchlab-runner --list`). Built in:
+// fashion-mnist (the installed IDX .gz files), idx (the same layout in your folder), csv
+// (features + label column), synthetic-linear (synthetic_linear.h; known noise scale).
 #ifndef BATCHLAB_RUNNER_DATASETS_DATASET_H_
 #define BATCHLAB_RUNNER_DATASETS_DATASET_H_
 
@@ -44,12 +45,14 @@ struct Dataset {
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
 // Checks that the files `config` names exist and can be opened, without reading them (for
-// --validate). Throws RunnerError kBadConfig naming data.path or data.test_path.
+// --validate): the dataset entry's check. Throws RunnerError kBadConfig naming data.path or
+// data.test_path. (Defined in dataset_registry.cc, as is LoadDataset.)
 void CheckDatasetFiles(const DataConfig& config);
 
-// Loads the dataset `config` names. Every rank loads the same full set and then reads its own
-// shard (shard_sampler.h). A missing file throws RunnerError kBadConfig (exit 2: no retry would
-// find it), a corrupt one kData, naming the file.
+// Loads the dataset `config` names: its entry's check and loader, the data.samples caps, and the
+// shapes the trainer relies on. Every rank loads the same full set and then reads its own shard
+// (shard_sampler.h). A missing file throws RunnerError kBadConfig (exit 2: no retry would find
+// it), a corrupt one kData, naming the file.
 Dataset LoadDataset(const DataConfig& config);
 
 }  // namespace batchlab::runner

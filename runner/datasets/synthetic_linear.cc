@@ -3,6 +3,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "runner/datasets/dataset_registry.h"
+
 namespace batchlab::runner {
 
 Dataset MakeSyntheticLinear(const DataConfig& config) {
@@ -43,5 +45,15 @@ NoiseScaleTruth TrueNoiseScale(const LinearTruth& truth, const torch::Tensor& w,
   t.b_simple = t.grad_sq > 0 ? t.trace_sigma / t.grad_sq : 0.0;
   return t;
 }
+
+namespace {
+
+[[maybe_unused]] const bool registered = RegisterDataset(
+    {"synthetic-linear",
+     "y = w*.x + noise: regression with a known gradient noise scale (data.features, data.noise, "
+     "data.samples, data.test_samples, data.seed)",
+     MakeSyntheticLinear});
+
+}  // namespace
 
 }  // namespace batchlab::runner

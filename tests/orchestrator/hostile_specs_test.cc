@@ -7,6 +7,7 @@
 // files, model shape); they are checked when the runner is built (not in the sanitizer tree).
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -63,6 +64,7 @@ class HostileSpecsTest : public ::testing::Test {
 
   Result Batchlab(const std::vector<std::string>& args) {
     const std::string err_path = dir_.File("stderr.txt");
+    std::remove(err_path.c_str());  // boost.process opens without truncating
     bp::environment env = boost::this_process::environment();
     env["FAKE_RUNNER_PID_DIR"] = Pids();  // a launched fake rank would leave its pid file
     std::vector<std::string> all = {"--db", Db()};

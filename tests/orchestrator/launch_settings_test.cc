@@ -1,5 +1,6 @@
 // Launch settings and runner discovery: mpirun argument vectors, environment precedence
 // (spec launch.env > environment > defaults), ETA, and where batchlab-runner is found.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -34,7 +35,8 @@ TEST(LaunchSettingsTest, MpirunArgumentVector) {
   LocalLaunchSettings s;
   s.pool_slots = 2;
   auto args = MpirunArguments(s, Request(2), /*as_root=*/true, /*hardware_cores=*/2);
-  EXPECT_EQ(args, (std::vector<std::string>{"-np", "2", "--bind-to", "none", "--allow-run-as-root",
+  // The run takes the whole pool and fits the cores: its ranks are pinned to them.
+  EXPECT_EQ(args, (std::vector<std::string>{"-np", "2", "--bind-to", "core", "--allow-run-as-root",
                                             "/b/runner/batchlab-runner", "--config",
                                             "/runs/s/abc/attempt-2/config.json"}));
   // Not root, more ranks than slots: --oversubscribe, and the spec's mpirun_args before the runner.
@@ -49,6 +51,31 @@ TEST(LaunchSettingsTest, MpirunArgumentVector) {
   s.pool_slots = 16;
   auto cores = MpirunArguments(s, Request(4), false, 2);
   EXPECT_NE(std::find(cores.begin(), cores.end(), "--oversubscribe"), cores.end());
+}
+
+// Ranks are pinned only when the cores are the run's own: the whole pool, not oversubscribed.
+TEST(LaunchSettingsTest, RanksAreBoundToCoresOnlyWhenTheSlotsAreTheirs) {
+  auto binding = [](const std::vector<std::string>& args) {
+    auto at = std::find(args.begin(), args.end(), "--bind-to");
+    return at == args.end() || at + 1 == args.end() ? std::string("(absent)") : *(at + 1);
+  };
+  LocalLaunchSettings s;
+  s.pool_slots = 4;
+  EXPECT_EQ(binding(MpirunArguments(s, Request(2), false, 4)), "none");  // shares the pool
+  EXPECT_EQ(binding(MpirunArguments(s, Request(4), false, 4)), "core");  // the whole pool
+  EXPECT_EQ(binding(MpirunArguments(s, Request(4), false, 2)), "none");  // more ranks than cores
+  LaunchRequest threaded = Request(2);
+  threaded.slots = 4;
+  threaded.cpus_per_rank = 2;
+  auto t = MpirunArguments(s, threaded, false, 4);
+  EXPECT_EQ(binding(t), "core");
+  auto map = std::find(t.begin(), t.end(), "--map-by");
+  ASSERT_NE(map, t.end());
+  EXPECT_EQ(*(map + 1), "slot:PE=2");       // two cores per rank
+  s.mpirun_args = {"--bind-to", "socket"};  // the spec's own binding is left alone
+  auto own = MpirunArguments(s, Request(4), false, 4);
+  EXPECT_EQ(std::count(own.begin(), own.end(), "--bind-to"), 1);
+  EXPECT_EQ(binding(own), "socket");
 }
 
 TEST(LaunchSettingsTest, EnvironmentPrecedence) {
@@ -89,6 +116,11 @@ TEST(LaunchSettingsTest, SbatchArgumentVector) {
   ASSERT_NE(script, a.end());
   EXPECT_EQ(*(script + 1), "mpirun");
   EXPECT_EQ(a.back(), "/runs/s/abc/attempt-2/config.json");
+  // The allocation's cores are the job's: three per rank, pinned.
+  EXPECT_TRUE(has("slot:PE=3"));
+  auto bind = std::find(a.begin(), a.end(), "--bind-to");
+  ASSERT_NE(bind, a.end());
+  EXPECT_EQ(*(bind + 1), "core");
 }
 
 TEST(LaunchSettingsTest, UserProgramRanksGetTheirEnvironmentOnEveryNode) {
@@ -106,15 +138,14 @@ TEST(LaunchSettingsTest, UserProgramRanksGetTheirEnvironmentOnEveryNode) {
   EXPECT_EQ(r.env.at("BATCHLAB_CONFIG"), r.config_path);
   auto args = MpirunArguments(s, r, false, 2);
   // mpirun forwards each variable by name, then batchlab-rank runs the program with --config.
-  EXPECT_EQ(args, (std::vector<std::string>{"-np", "2", "--bind-to", "none", "-x",
-                                            "BATCHLAB_CONFIG", "-x", "MASTER_ADDR", "-x",
-                                            "MASTER_PORT", "/b/batchlab-rank", "--",
-                                            "/usr/bin/python3", "train.py", "--config",
-                                            "/runs/s/abc/attempt-2/config.json"}));
+  EXPECT_EQ(args, (std::vector<std::string>{
+                      "-np", "2", "--bind-to", "core", "-x", "BATCHLAB_CONFIG", "-x", "MASTER_ADDR",
+                      "-x", "MASTER_PORT", "/b/batchlab-rank", "--", "/usr/bin/python3", "train.py",
+                      "--config", "/runs/s/abc/attempt-2/config.json"}));
   // torchrun-style: batchlab-rank starts the ranks itself.
   EXPECT_EQ(SpawnCommand(p, tools, 3, "/c.json"),
-            (std::vector<std::string>{"/b/batchlab-rank", "--spawn", "3", "--",
-                                      "/usr/bin/python3", "train.py", "--config", "/c.json"}));
+            (std::vector<std::string>{"/b/batchlab-rank", "--spawn", "3", "--", "/usr/bin/python3",
+                                      "train.py", "--config", "/c.json"}));
   // Under Slurm, torchrun-style ranks are Slurm tasks.
   SlurmLaunchSettings ss;
   r.launch = LaunchMode::kTorchrun;

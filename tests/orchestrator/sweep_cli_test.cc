@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -55,6 +56,8 @@ class SweepCliTest : public ::testing::Test {
 
   CliResult Cli(std::vector<std::string> args) {
     std::string err_path = dir_.path() + "/stderr.txt";
+    std::remove(err_path.c_str());  // boost.process opens without truncating
+    std::remove((dir_.path() + "/stdout.txt").c_str());
     bp::child c(BATCHLAB_BIN, bp::args(Args(args)), bp::std_out > (dir_.path() + "/stdout.txt"),
                 bp::std_err > err_path, bp::std_in < bp::null);
     c.wait();
@@ -392,9 +395,8 @@ TEST_F(SweepCliTest, ConstraintsDroppingEveryPointExit2AndRecordNothing) {
   std::string good = WriteSpec("s.json", Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01")"));
   ASSERT_EQ(Cli(RunArgs(good)).exit_code, 0);
   std::string none = WriteSpec(
-      "n.json",
-      Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01")",
-           R"(, "constraints": [{"field": "batch_size", "op": ">", "value": 100000}])"));
+      "n.json", Spec("s", R"("FAKE_RUNNER_SECONDS": "0.01")",
+                     R"(, "constraints": [{"field": "batch_size", "op": ">", "value": 100000}])"));
   CliResult r = Cli(RunArgs(none, {"--new-version"}));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("constraints: every one of the 4 points is dropped"), std::string::npos)

@@ -5,6 +5,7 @@
 // MASTER_ADDR:MASTER_PORT as torch's env:// rendezvous does, and speaks the metrics protocol.
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -60,6 +61,8 @@ class UserProgramTest : public ::testing::Test {
     std::vector<std::string> a = {"--db", Db()};
     a.insert(a.end(), args.begin(), args.end());
     const std::string out = dir_.path() + "/stdout.txt", err = dir_.path() + "/stderr.txt";
+    std::remove(out.c_str());  // boost.process opens without truncating
+    std::remove(err.c_str());
     bp::child c(BATCHLAB_BIN, bp::args(a), bp::std_out > out, bp::std_err > err,
                 bp::std_in < bp::null);
     c.wait();

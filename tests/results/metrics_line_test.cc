@@ -54,7 +54,8 @@ TEST(MetricsLineTest, RejectsWhatIsNotARecord) {
         Case{R"({"kind":"step"})", "field `seq` is missing or not an integer"},
         Case{R"({"seq":1.5,"kind":"step"})", "field `seq` is missing or not an integer"},
         Case{R"({"seq":"1","kind":"step"})", "field `seq` is missing or not an integer"},
-        Case{R"({"seq":1,"kind":3})", "field `kind` is missing or not a string"}}) {
+        Case{R"({"seq":1,"kind":3})", "field `kind` is missing or not a string"},
+        Case{R"({"seq":1,"kind":""})", "field `kind` is empty"}}) {
     EXPECT_EQ(parser.Parse(c.line).error, c.error) << c.line;
   }
   EXPECT_TRUE(parser.Parse(R"({"seq":0,"kind":"start","host":"n1"})").error.empty());

@@ -1,10 +1,14 @@
-// Strict config parsing: every error names its JSON path; derived sizes are checked or filled.
+// Strict config parsing from the one declaration (base/config_fields.cc): the runner reads exactly
+// the declared fields, every one reaches RunConfig, absent ones take the declared defaults; every
+// error names its JSON path; derived sizes are checked or filled.
 #include "runner/run_config.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
+#include "base/config_fields.h"
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
@@ -13,6 +17,108 @@ namespace {
 using nlohmann::json;
 
 json Minimal() { return json::parse(R"({"batch_size": 64, "budget": {"epochs": 1}})"); }
+
+// The value at a dotted path (nullptr if absent).
+const json* At(const json& j, const std::string& path) {
+  std::string pointer = "/" + path;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  const json::json_pointer p(pointer);
+  return j.contains(p) ? &j.at(p) : nullptr;
+}
+
+// A consistent config that gives every field the runner reads a value other than its declared
+// default (each a different value, so two fields landing in one member would show).
+json EveryFieldSet() {
+  return json::parse(R"({
+    "run_id": "r1", "sweep": "s1", "attempt": 2, "seed": 9, "world_size": 4,
+    "local_batch_size": 16, "micro_batch_size": 8, "metrics_path": "/tmp/m.jsonl",
+    "nodes": 2, "ranks_per_node": 2, "batch_size": 64, "accumulation": 2,
+    "data": {"name": "csv", "path": "/tmp/train.csv", "test_path": "/tmp/test.csv",
+             "label_column": 3, "task": "regression", "samples": 100, "test_samples": 50,
+             "features": 8, "noise": 0.5, "seed": 77},
+    "model": {"name": "cnn", "hidden": [64], "channels": [8, 24], "bias": false},
+    "optimizer": {"name": "lars", "momentum": 0.8, "weight_decay": 0.0001, "beta1": 0.85,
+                  "beta2": 0.95, "eps": 1e-6, "trust_coefficient": 0.02,
+                  "exclude_bias_and_norm": false},
+    "lr": {"base": 0.3, "base_batch_size": 128, "rule": "linear", "warmup_steps": 5,
+           "warmup_epochs": 0.5, "schedule": "step", "milestones": [10, 20], "gamma": 0.5,
+           "power": 2.0, "final_lr_fraction": 0.25},
+    "budget": {"epochs": 2.5, "steps": 100, "samples": 6400, "seconds": 60.5},
+    "eval": {"every_steps": 10, "subset": 500},
+    "target": {"metric": "test_loss", "op": "<=", "value": 0.3},
+    "comm": {"backend": "gloo", "bucket_mb": 4.5, "rendezvous": "/tmp/rdv", "timeout_seconds": 60},
+    "gns": {"every_steps": 5}, "divergence_factor": 4.0, "threads": 3, "precision": "bf16",
+    "mode": "noop"})");
+}
+
+// The declared fields below the root that hold a value (not objects), but the orchestrator's
+// `program` (which program to launch) and the user's own `params`.
+std::vector<std::string> DeclaredFieldsForTheRunner() {
+  std::vector<std::string> out;
+  for (const config::Field* f : config::AllFields()) {
+    if (f->IsObject() || f->type == config::Type::kAnyObject) continue;
+    if (f->path.rfind("program.", 0) == 0) continue;
+    out.push_back(f->path);
+  }
+  return out;
+}
+
+TEST(RunConfigDeclarationTest, ReadsExactlyTheDeclaredFields) {
+  EXPECT_EQ(RunConfigFieldsRead(), DeclaredFieldsForTheRunner())
+      << "runner/run_config.cc's bindings and base/config_fields.cc's declaration differ";
+}
+
+TEST(RunConfigDeclarationTest, EveryDeclaredFieldReachesRunConfig) {
+  const json given = EveryFieldSet();
+  const RunConfig c = ParseRunConfig(given, 4);
+  const json parsed = RunConfigToJson(c);
+  for (const std::string& path : RunConfigFieldsRead()) {
+    SCOPED_TRACE(path);
+    const json* want = At(given, path);
+    ASSERT_NE(want, nullptr) << "EveryFieldSet() must set every field the runner reads";
+    const config::Field* f = config::FindField(path);
+    ASSERT_NE(f, nullptr);
+    if (f->default_value.has_value()) {
+      EXPECT_NE(*want, *f->default_value) << "not a non-default";
+    }
+    const json* got = At(parsed, path);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(*got, *want);
+  }
+  // The defaults the runner used to state itself, read from the struct directly.
+  EXPECT_EQ(c.optimizer.beta2, 0.95);
+  EXPECT_EQ(c.optimizer.trust_coefficient, 0.02);
+  EXPECT_EQ(c.optimizer.eps, 1e-6);
+  EXPECT_EQ(c.divergence_factor, 4.0);
+  EXPECT_EQ(c.comm.timeout_seconds, 60);
+  EXPECT_EQ(c.comm.bucket_mb, 4.5);
+  EXPECT_EQ(c.lr.final_lr_fraction, 0.25);
+  EXPECT_EQ(c.data.seed, 77);
+  EXPECT_EQ(c.gns_every_steps, 5);
+  ASSERT_TRUE(c.target.has_value());
+  EXPECT_EQ(c.target->op, "<=");
+}
+
+TEST(RunConfigDeclarationTest, AbsentFieldsTakeTheDeclaredDefaults) {
+  json minimal = {{"batch_size", 64}};
+  const json parsed = RunConfigToJson(ParseRunConfig(minimal, 1));
+  const json fresh = RunConfigToJson(RunConfig{});  // the structs' initializers
+  int with_default = 0;
+  for (const std::string& path : RunConfigFieldsRead()) {
+    SCOPED_TRACE(path);
+    const config::Field* f = config::FindField(path);
+    if (!f->default_value.has_value()) continue;
+    ++with_default;
+    ASSERT_NE(At(parsed, path), nullptr);
+    EXPECT_EQ(*At(parsed, path), *f->default_value);
+    ASSERT_NE(At(fresh, path), nullptr);
+    EXPECT_EQ(*At(fresh, path), *f->default_value);
+  }
+  EXPECT_GT(with_default, 40);
+  // Objects with a default as a whole: budget {"epochs": 1}, target null.
+  EXPECT_EQ(parsed["budget"], config::DefaultJson("budget"));
+  EXPECT_TRUE(parsed["target"].is_null());
+}
 
 // The message of the BadConfig that parsing `j` throws ("" if it parses).
 std::string ErrorOf(const json& j, int64_t world = 1) {
@@ -54,7 +160,9 @@ TEST(RunConfigTest, DerivesLocalAndMicroBatch) {
 TEST(RunConfigTest, UnknownFieldsNameTheirPath) {
   json j = Minimal();
   j["optimizer"] = {{"name", "sgd"}, {"momentun", 0.9}};
-  EXPECT_NE(ErrorOf(j).find("optimizer.momentun: unknown field"), std::string::npos) << ErrorOf(j);
+  EXPECT_NE(ErrorOf(j).find("optimizer.momentun: unknown field; allowed here: name, momentum"),
+            std::string::npos)
+      << ErrorOf(j);
   j = Minimal();
   j["learning_rate"] = 0.1;
   EXPECT_NE(ErrorOf(j).find("learning_rate: unknown field"), std::string::npos);
@@ -63,19 +171,27 @@ TEST(RunConfigTest, UnknownFieldsNameTheirPath) {
 TEST(RunConfigTest, WrongTypesNameTheirPath) {
   json j = Minimal();
   j["batch_size"] = "64";
-  EXPECT_NE(ErrorOf(j).find("batch_size: \"64\" must be an integer"), std::string::npos)
+  EXPECT_NE(ErrorOf(j).find("batch_size: \"64\" is not a positive integer"), std::string::npos)
       << ErrorOf(j);
   j = Minimal();
   j["model"] = {{"hidden", {128, "x"}}};
   EXPECT_NE(ErrorOf(j).find("model.hidden[1]"), std::string::npos) << ErrorOf(j);
   j = Minimal();
   j["lr"] = {{"rule", "cubic"}};
-  EXPECT_NE(ErrorOf(j).find("lr.rule: \"cubic\" is not one of: none, linear, sqrt"),
+  EXPECT_NE(ErrorOf(j).find("lr.rule: \"cubic\" is not one of \"none\", \"linear\", \"sqrt\""),
             std::string::npos)
       << ErrorOf(j);
   j = Minimal();
   j["data"] = 3;
-  EXPECT_NE(ErrorOf(j).find("data: must be a JSON object"), std::string::npos) << ErrorOf(j);
+  EXPECT_NE(ErrorOf(j).find("data: 3 is not an object"), std::string::npos) << ErrorOf(j);
+  j = Minimal();
+  j["divergence_factor"] = 1;  // declared > 1
+  EXPECT_NE(ErrorOf(j).find("divergence_factor: 1 is out of range: must be > 1"), std::string::npos)
+      << ErrorOf(j);
+  j = Minimal();
+  j["comm"] = {{"timeout_seconds", 0}};
+  EXPECT_NE(ErrorOf(j).find("comm.timeout_seconds: 0 is not a positive integer"), std::string::npos)
+      << ErrorOf(j);
 }
 
 TEST(RunConfigTest, BatchNotDivisibleByRanksTimesAccumulationIsRejected) {
@@ -102,11 +218,13 @@ TEST(RunConfigTest, InconsistentDerivedValuesAreRejected) {
 
 TEST(RunConfigTest, BudgetAndTargetAreChecked) {
   json j = Minimal();
-  j.erase("budget");
+  j["budget"] = json::object();
   EXPECT_NE(ErrorOf(j).find("budget: no limit set"), std::string::npos);
+  j.erase("budget");  // the declared default, {"epochs": 1}
+  EXPECT_EQ(ParseRunConfig(j, 1).budget.epochs, 1);
   j = Minimal();
   j["target"] = {{"metric", "test_accuracy"}, {"value", 0.8}};
-  EXPECT_NE(ErrorOf(j).find("target.metric: a target needs metric, op and value"),
+  EXPECT_NE(ErrorOf(j).find("target.op: missing; target needs metric, op, value"),
             std::string::npos)
       << ErrorOf(j);
   j = Minimal();

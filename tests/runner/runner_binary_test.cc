@@ -134,7 +134,7 @@ TEST_F(RunnerBinaryTest, ConfigErrorsExit2NamingTheJsonPath) {
   c = Quickstart();
   c["optimizer"]["momentum"] = "0.9";
   EXPECT_EQ(Run(c, "type"), 2);
-  EXPECT_NE(err_.find("optimizer.momentum: \"0.9\" must be a number"), std::string::npos) << err_;
+  EXPECT_NE(err_.find("optimizer.momentum: \"0.9\" is not a number"), std::string::npos) << err_;
 
   c = Quickstart();
   c["batch_size"] = 100;
@@ -190,8 +190,8 @@ TEST_F(RunnerBinaryTest, ValidateBatchChecksEveryConfigAndTheDataFiles) {
     }
   }
   const std::string out_path = dir_ + "/batch.out";
-  const std::string cmd = std::string(BATCHLAB_RUNNER_BIN) + " --validate-batch " + lines +
-                          " >" + out_path + " 2>" + dir_ + "/batch.err";
+  const std::string cmd = std::string(BATCHLAB_RUNNER_BIN) + " --validate-batch " + lines + " >" +
+                          out_path + " 2>" + dir_ + "/batch.err";
   const int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 2);
@@ -323,3 +323,119 @@ TEST(TwoRankRunTest, MetricsOfTheMpirunRunFollowTheProtocol) {
 }
 
 }  // namespace
+
+// Warm workers (runner/worker_loop.h): runs handed to a live worker one after another give the
+// same metrics, step by step, as cold runs of the same configs, on one rank and on two.
+class WarmWorkerTest : public RunnerBinaryTest {
+ protected:
+  // Starts `launcher batchlab-runner --worker DIR` in the background; its exit code goes to
+  // DIR/exit.
+  void StartWorker(const std::string& launcher) {
+    worker_ = dir_ + "/worker";
+    fs::create_directories(worker_);
+    const std::string cmd = "(timeout 300 " + launcher + " " + BATCHLAB_RUNNER_BIN + " --worker " +
+                            worker_ + " 2>" + worker_ + "/err; echo $? >" + worker_ + "/exit) &";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+  static bool WaitFor(const std::string& path) {
+    for (int i = 0; i < 12000 && !fs::exists(path); ++i) usleep(10000);  // up to 120 s
+    return fs::exists(path);
+  }
+  static std::string Read(const std::string& path) {
+    std::stringstream s;
+    s << std::ifstream(path).rdbuf();
+    return s.str();
+  }
+  // Hands `config` to the worker as job n in an attempt folder of its own; returns the exit
+  // code each rank reported and leaves metrics_ pointing at the run's metrics file.
+  std::vector<int> Hand(json config, int n, int ranks) {
+    const std::string attempt = dir_ + "/attempt-" + std::to_string(n);
+    fs::create_directories(attempt);
+    metrics_ = attempt + "/metrics.jsonl";
+    config["metrics_path"] = metrics_;
+    std::ofstream(attempt + "/config.json") << config.dump();
+    const std::string job = worker_ + "/job-" + std::to_string(n) + ".json";
+    std::ofstream(job + ".tmp") << json{{"config", attempt + "/config.json"}}.dump();
+    fs::rename(job + ".tmp", job);
+    std::vector<int> codes;
+    for (int r = 0; r < ranks; ++r) {
+      const std::string done = worker_ + "/done-" + std::to_string(n) + ".rank" + std::to_string(r);
+      if (!WaitFor(done)) return {};
+      codes.push_back(std::stoi(Read(done)));
+    }
+    return codes;
+  }
+  std::vector<double> Losses() const {
+    std::vector<double> out;
+    for (const json& l : Lines()) {
+      if (l["kind"] == "step") out.push_back(l["loss"].get<double>());
+    }
+    return out;
+  }
+  int Quit() {
+    std::ofstream(worker_ + "/quit").close();
+    if (!WaitFor(worker_ + "/exit")) return -1;
+    return std::stoi(Read(worker_ + "/exit"));
+  }
+  std::string worker_;
+};
+
+TEST_F(WarmWorkerTest, OneRankWarmRunsMatchColdRunsStepByStep) {
+  json c = Quickstart();
+  c["data"]["samples"] = 4000;
+  c["budget"] = {{"steps", 40}};
+  c["eval"] = {{"every_steps", 20}, {"subset", 500}};
+  json other = c;
+  other["seed"] = 2;
+  other["model"]["hidden"] = {32};
+  ASSERT_EQ(Run(c, "cold"), 0) << err_;
+  const std::vector<double> cold = Losses();
+  ASSERT_EQ(cold.size(), 40u);
+  const json cold_end = Lines().back();
+
+  StartWorker("");
+  EXPECT_EQ(Hand(c, 1, 1), std::vector<int>{0});
+  EXPECT_EQ(Losses(), cold);
+  EXPECT_EQ(Hand(other, 2, 1), std::vector<int>{0});  // another model and seed in between
+  EXPECT_NE(Losses(), cold);
+  EXPECT_EQ(Hand(c, 3, 1), std::vector<int>{0});
+  EXPECT_EQ(Losses(), cold);
+  EXPECT_EQ(Lines().back()["final_test_loss"], cold_end["final_test_loss"]);
+  EXPECT_EQ(Lines().back()["final_test_accuracy"], cold_end["final_test_accuracy"]);
+  // The run's own stderr went to its attempt folder, not to the worker's.
+  EXPECT_TRUE(fs::exists(dir_ + "/attempt-3/stderr.log"));
+  EXPECT_EQ(Quit(), 0) << Read(worker_ + "/err");
+}
+
+TEST_F(WarmWorkerTest, TwoRankWarmRunsMatchAColdRunAndAFailureEndsTheWorker) {
+  json c = Quickstart();
+  c["data"] = {{"name", "synthetic-linear"}};
+  c["model"] = {{"name", "logreg"}};
+  c["nodes"] = 2, c["world_size"] = 2, c["local_batch_size"] = 32, c["micro_batch_size"] = 32;
+  c["budget"] = {{"steps", 30}};
+  c["eval"] = {{"every_steps", 10}, {"subset", 0}};
+  const std::string mpirun = "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2";
+  metrics_ = dir_ + "/cold2.jsonl";
+  c["metrics_path"] = metrics_;
+  std::ofstream(dir_ + "/cold2.json") << c.dump();
+  ASSERT_EQ(std::system(("timeout 120 " + mpirun + " " + BATCHLAB_RUNNER_BIN + " --config " + dir_ +
+                         "/cold2.json 2>" + dir_ + "/cold2.err")
+                            .c_str()),
+            0);
+  const std::vector<double> cold = Losses();
+  ASSERT_EQ(cold.size(), 30u);
+
+  StartWorker(mpirun);
+  EXPECT_EQ(Hand(c, 1, 2), std::vector<int>({0, 0}));
+  EXPECT_EQ(Losses(), cold);
+  EXPECT_EQ(Hand(c, 2, 2), std::vector<int>({0, 0}));
+  EXPECT_EQ(Losses(), cold);
+  // A run that fails (its data file is missing: exit 2) is reported and ends the worker.
+  json bad = c;
+  bad["data"] = {{"name", "idx"}, {"path", dir_ + "/nowhere"}};
+  const std::vector<int> codes = Hand(bad, 3, 1);
+  EXPECT_EQ(codes, std::vector<int>{2});
+  ASSERT_TRUE(WaitFor(worker_ + "/exit"));
+  EXPECT_NE(Read(worker_ + "/exit"), "0\n");
+  EXPECT_NE(Read(dir_ + "/attempt-3/stderr.log").find("data.path"), std::string::npos);
+}

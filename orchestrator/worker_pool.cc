@@ -1,0 +1,309 @@
+#include "orchestrator/worker_pool.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/job_processes.h"
+#include "orchestrator/local_launcher.h"
+
+namespace batchlab::orchestrator {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+std::optional<int> ReadCode(const std::string& path) {
+  std::ifstream in(path);
+  int code = 0;
+  if (in >> code) return code;
+  return std::nullopt;
+}
+
+bool IsOutcome(int code) { return code == 0 || (code >= 3 && code <= 6); }
+
+struct Worker {
+  std::string key;
+  std::string dir;
+  int world_size = 1;
+  std::unique_ptr<Job> job;  // the worker's mpirun, from the inner launcher
+  int next = 1;              // the number of its next job
+  bool busy = false;
+  bool retired = false;  // asked to quit or stopped: never handed another run
+  bool ended = false;
+  JobStatus end;
+
+  JobStatus Poll() {
+    if (!ended) {
+      end = job->Poll();
+      ended = end.done;
+    }
+    return end;
+  }
+  bool Ready() const { return fs::exists(dir + "/ready.rank0"); }
+  void Retire() {
+    if (retired) return;
+    retired = true;
+    WriteAtomically(dir + "/quit", "");
+    if (!ended) job->Terminate();
+  }
+  // Every rank's exit code for job n once all have written theirs: the first failure, else
+  // rank 0's outcome.
+  std::optional<int> Done(int n) const {
+    std::optional<int> result;
+    for (int r = 0; r < world_size; ++r) {
+      auto code = ReadCode(fmt::format("{}/done-{}.rank{}", dir, n, r));
+      if (!code) return std::nullopt;
+      if (r == 0 || (!IsOutcome(*code) && IsOutcome(*result))) result = code;
+    }
+    return result;
+  }
+};
+
+class Pool;
+
+class WarmJob final : public Job {
+ public:
+  WarmJob(Pool& pool, std::shared_ptr<Worker> worker, int n, LaunchRequest request)
+      : pool_(pool), worker_(std::move(worker)), n_(n), request_(std::move(request)) {}
+  ~WarmJob() override {
+    if (!cold_ && !finished_) worker_->Retire();  // abandoned mid-run: never reuse it
+  }
+
+  JobStatus Poll() override;
+  void Terminate() override {
+    if (cold_) return cold_->Terminate();
+    worker_->Retire();
+  }
+  void Kill() override {
+    if (cold_) return cold_->Kill();
+    worker_->retired = true;
+    if (!worker_->ended) worker_->job->Kill();
+  }
+
+ private:
+  JobStatus Finish(int code);
+
+  Pool& pool_;
+  std::shared_ptr<Worker> worker_;
+  int n_;
+  LaunchRequest request_;
+  std::unique_ptr<Job> cold_;  // set when the runner turned out not to speak the protocol
+  bool finished_ = false;
+  JobStatus final_;
+};
+
+class Pool final : public Launcher {
+ public:
+  Pool(std::unique_ptr<Launcher> inner, WorkerPoolSettings settings)
+      : inner_(std::move(inner)), settings_(std::move(settings)), host_(HostName()) {}
+
+  ~Pool() override {
+    for (auto& w : workers_) w->Retire();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (auto& w : workers_) {
+      while (!w->Poll().done && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    workers_.clear();  // LocalJob's destructor kills what is left
+    std::error_code ec;
+    if (!base_.empty()) fs::remove_all(base_, ec);
+  }
+
+  const char* name() const override { return inner_->name(); }
+
+  StatusOr<std::unique_ptr<Job>> Start(const LaunchRequest& request) override {
+    if (!Pooled(request)) return inner_->Start(request);
+    Housekeep();
+    const std::string key = Key(request);
+    for (auto& w : workers_) {
+      if (!w->busy && !w->retired && w->key == key && !w->Poll().done) return Assign(w, request);
+    }
+    // A new worker; retire idle ones (another shape first) to stay within max_workers.
+    for (int pass = 0; pass < 2 && Live() >= settings_.max_workers; ++pass) {
+      for (auto& w : workers_) {
+        if (Live() < settings_.max_workers) break;
+        if (!w->busy && !w->retired && (pass == 1 || w->key != key)) w->Retire();
+      }
+    }
+    if (base_.empty()) {
+      std::string dir = settings_.dir;
+      if (dir.empty()) {
+        std::string pattern = (fs::temp_directory_path() / "batchlab-workers-XXXXXX").string();
+        if (mkdtemp(pattern.data()) == nullptr) return inner_->Start(request);
+        dir = pattern;
+      }
+      base_ = dir;
+    }
+    auto w = std::make_shared<Worker>();
+    w->key = key;
+    w->world_size = request.world_size;
+    w->dir = fmt::format("{}/w{}", base_, ++started_);
+    std::error_code ec;
+    fs::create_directories(w->dir, ec);
+    if (ec) return inner_->Start(request);  // no room for a worker: run it cold
+    LaunchRequest wr = request;
+    wr.attempt_dir = w->dir;
+    wr.config_path.clear();
+    wr.rank_command = {settings_.runner, "--worker", w->dir};
+    wr.timeout_seconds = 0;
+    auto job = inner_->Start(wr);
+    if (!job.ok()) return job.status();
+    w->job = std::move(job).value();
+    workers_.push_back(w);
+    return Assign(w, request);
+  }
+
+  void CleanUpStale(const std::string& attempt_dir) override {
+    std::ifstream in(attempt_dir + "/launch.json");
+    const nlohmann::json launch = nlohmann::json::parse(in, nullptr, false);
+    if (launch.is_object() && launch.contains("worker_dir") && launch["worker_dir"].is_string()) {
+      if (launch.value("host", host_) != host_) return;  // started elsewhere
+      JobProcesses{0, launch["worker_dir"].get<std::string>()}.Stop(std::chrono::seconds(5));
+      return;
+    }
+    inner_->CleanUpStale(attempt_dir);
+  }
+
+  // For WarmJob.
+  Launcher& inner() { return *inner_; }
+  void MarkUnsupported() { unsupported_ = true; }
+  const std::string& host() const { return host_; }
+
+ private:
+  bool Pooled(const LaunchRequest& r) const {
+    return !unsupported_ && !settings_.runner.empty() && r.launch == LaunchMode::kMpirun &&
+           r.workdir.empty() && r.rank_command.size() == 3 &&
+           r.rank_command[0] == settings_.runner && r.rank_command[1] == "--config";
+  }
+
+  static std::string Key(const LaunchRequest& r) {
+    std::string key = fmt::format("{} {} {} {} {}", r.world_size, r.nodes, r.ranks_per_node,
+                                  r.slots, r.cpus_per_rank);
+    for (const auto& [k, v] : r.env) key += "\n" + k + "=" + v;
+    return key;
+  }
+
+  int Live() {
+    int n = 0;
+    for (auto& w : workers_) n += !w->retired && !w->Poll().done;
+    return n;
+  }
+
+  // Forgets workers that have ended (their folders stay until the pool ends).
+  void Housekeep() {
+    std::vector<std::shared_ptr<Worker>> keep;
+    for (auto& w : workers_) {
+      if (w->busy || !w->Poll().done) keep.push_back(w);
+    }
+    workers_.swap(keep);
+  }
+
+  StatusOr<std::unique_ptr<Job>> Assign(const std::shared_ptr<Worker>& w,
+                                        const LaunchRequest& request) {
+    const int n = w->next++;
+    if (!WriteAtomically(fmt::format("{}/job-{}.json", w->dir, n),
+                         nlohmann::json{{"config", request.config_path}}.dump() + "\n")) {
+      w->Retire();
+      return UnavailableError(fmt::format("cannot hand run {} to worker {} (is the disk full?)",
+                                          request.run_id, w->dir));
+    }
+    w->busy = true;
+    // Like a cold launch's launch.json: a later orchestrator stops the worker through it.
+    std::ofstream(request.attempt_dir + "/launch.json")
+        << nlohmann::json{{"backend", "local"},
+                          {"host", host_},
+                          {"attempt_dir", request.attempt_dir},
+                          {"worker_dir", w->dir},
+                          {"worker_job", n}}
+               .dump(2)
+        << "\n";
+    return std::unique_ptr<Job>(std::make_unique<WarmJob>(*this, w, n, request));
+  }
+
+  std::unique_ptr<Launcher> inner_;
+  WorkerPoolSettings settings_;
+  std::string host_;
+  std::string base_;
+  int started_ = 0;
+  bool unsupported_ = false;
+  std::vector<std::shared_ptr<Worker>> workers_;
+};
+
+JobStatus WarmJob::Finish(int code) {
+  finished_ = true;
+  worker_->busy = false;
+  if (!IsOutcome(code)) worker_->Retire();  // it exits by itself; make sure
+  final_ = JobStatus{};
+  final_.done = true;
+  final_.exit_code = code;
+  final_.host = pool_.host();
+  return final_;
+}
+
+JobStatus WarmJob::Poll() {
+  if (cold_) return cold_->Poll();
+  if (finished_) return final_;
+  if (auto code = worker_->Done(n_)) return Finish(*code);
+  JobStatus ws = worker_->Poll();
+  if (!ws.done) {
+    JobStatus running;
+    running.host = pool_.host();
+    return running;
+  }
+  if (auto code = worker_->Done(n_)) return Finish(*code);  // it ended right after writing
+  worker_->busy = false;
+  worker_->retired = true;
+  if (n_ == 1 && !worker_->Ready()) {
+    // The runner does not speak the worker protocol (or could not start): run it cold, as the
+    // launch the executor asked for, and stop pooling.
+    pool_.MarkUnsupported();
+    auto cold = pool_.inner().Start(request_);
+    if (cold.ok()) {
+      cold_ = std::move(cold).value();
+      return cold_->Poll();
+    }
+    // The cold launch failed too: a failed attempt (retried as usual), not the worker's code.
+    finished_ = true;
+    final_ = JobStatus{};
+    final_.done = true;
+    final_.exit_code = 1;
+    final_.detail = cold.status().message();
+    final_.host = pool_.host();
+    return final_;
+  }
+  finished_ = true;
+  final_ = ws;
+  final_.host = pool_.host();
+  return final_;
+}
+
+}  // namespace
+
+std::unique_ptr<Launcher> MakeWorkerPool(std::unique_ptr<Launcher> inner,
+                                         WorkerPoolSettings settings) {
+  return std::make_unique<Pool>(std::move(inner), std::move(settings));
+}
+
+}  // namespace batchlab::orchestrator
