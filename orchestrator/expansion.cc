@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include "base/config_fields.h"
+#include "base/spec_bounds.h"
 #include "orchestrator/config_schema.h"
 #include "orchestrator/run_identity.h"
-#include "base/spec_bounds.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -57,10 +57,11 @@ json Draw(const RandomParam& p, std::mt19937_64& rng) {
     case RandomParam::Distribution::kLogUniform:
       return std::exp(std::log(p.low) + u * (std::log(p.high) - std::log(p.low)));
     case RandomParam::Distribution::kIntUniform: {
-      // Both ends are valid config values, so |lo|, |hi| <= 2^53 - 1 and hi - lo + 1 fits.
-      auto lo = static_cast<long long>(p.low), hi = static_cast<long long>(p.high);
-      long long v = lo + static_cast<long long>(std::floor(u * static_cast<double>(hi - lo + 1)));
-      return std::min(v, hi);
+      // The spec parser bounds both ends by 2^53 - 1 (kMaxSpecInteger): both are exact in double,
+      // the draw is clamped to [lo, hi] and so fits in long long (exact while hi - lo < 2^53).
+      const double lo = p.low, hi = p.high;
+      const double d = std::min(lo + std::floor(u * (hi - lo + 1.0)), hi);
+      return static_cast<long long>(d);
     }
     case RandomParam::Distribution::kChoice: {
       size_t i = static_cast<size_t>(std::floor(u * static_cast<double>(p.choices.size())));

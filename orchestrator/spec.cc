@@ -268,6 +268,14 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
       json hi = kind == "int_uniform" ? json::parse(arg[1].dump()) : json(p.high);
       BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, lo, awhere + "[0]", spec->user_program));
       BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, hi, awhere + "[1]", spec->user_program));
+      // A free-form field (params.*, a user program's model/data) has no range of its own: the
+      // draw needs ends that a double holds exactly.
+      if (kind == "int_uniform" &&
+          (std::fabs(p.low) > static_cast<double>(kMaxSpecInteger) ||
+           std::fabs(p.high) > static_cast<double>(kMaxSpecInteger))) {
+        return Bad(awhere, fmt::format("int_uniform ends must lie within +-{} (2^53 - 1)",
+                                       kMaxSpecInteger));
+      }
     } else {
       return Bad(where + "." + kind,
                  "unknown distribution; allowed: uniform, log_uniform, int_uniform, choice");

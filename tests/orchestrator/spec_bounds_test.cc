@@ -146,6 +146,17 @@ TEST(SpecBoundsTest, IntUniformEndsAreBoundedSoDrawsStayInRange) {
                     "random": {"count": 4, "params": {"data.seed":
                                {"int_uniform": [0, 18446744073709551615]}}}})",
                 "int_uniform[1]: 18446744073709551615 is out of range");
+  // A field with no range of its own (a user program's data.*, params.*) still bounds the ends:
+  // 2^63 - 1 is not a double, and converting it back overflowed (found by the spec fuzzer).
+  ExpectRefused(R"({"name": "s", "base": {"batch_size": 64, "mode": "noop"},
+                    "random": {"count": 2, "params": {"data.veed":
+                               {"int_uniform": [0, 9223372036854775807]}}}})",
+                "random.params.data.veed.int_uniform: int_uniform ends must lie within "
+                "+-9007199254740991");
+  ExpectRefused(R"({"name": "s", "base": {"batch_size": 64, "mode": "noop"},
+                    "random": {"count": 2, "params": {"data.veed":
+                               {"int_uniform": [-9223372036854775808, 0]}}}})",
+                "int_uniform ends must lie within");
   // The widest allowed range draws values inside it.
   StatusOr<Spec> spec = ParseSpec(R"({"name": "s", "base": {"batch_size": 64, "mode": "noop"},
       "random": {"count": 50, "seed": 3, "params": {"data.seed":
