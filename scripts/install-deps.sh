@@ -4,6 +4,7 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 packages=(
   build-essential cmake ninja-build pkg-config git sqlite3 zlib1g-dev
+  ccache                     # compiler cache: build.sh and sanitize.sh use it when present
   libtorch-dev libgloo-dev
   libopenblas0-openmp        # LibTorch's BLAS: the reference libblas3 is ~15x slower on the MLP
   libopenmpi-dev openmpi-bin
