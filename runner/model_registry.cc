@@ -1,58 +1,29 @@
 // The model registry (see model_registry.h) and MakeModel (models.h), which dispatches through it.
 #include "runner/model_registry.h"
 
-#include <map>
-#include <stdexcept>
+#include <utility>
 
-#include <nlohmann/json.hpp>
-
-#include "runner/runner_error.h"
+#include "runner/registry.h"
 
 namespace batchlab::runner {
 namespace {
 
-// Constructed on first use: registrars in other files run during static initialization, in an
-// order C++ leaves open.
-std::map<std::string, ModelEntry>& Entries() {
-  static std::map<std::string, ModelEntry> entries;
-  return entries;
-}
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
+Registry<ModelEntry>& Models() {
+  static Registry<ModelEntry> models("model", "model.name");
+  return models;
 }
 
 }  // namespace
 
 bool RegisterModel(ModelEntry entry) {
-  if (entry.name.empty() || !entry.make) {
-    throw std::logic_error("RegisterModel: an entry needs a name and a make function");
-  }
-  const std::string name = entry.name;
-  if (!Entries().emplace(name, std::move(entry)).second) {
-    throw std::logic_error("RegisterModel: model \"" + name + "\" is registered twice");
-  }
+  const bool complete = static_cast<bool>(entry.make);
+  Models().Add(std::move(entry), complete);
   return true;
 }
 
-std::vector<std::string> ModelNames() {
-  std::vector<std::string> names;
-  for (const auto& [name, entry] : Entries()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> ModelNames() { return Models().Names(); }
 
-const ModelEntry& FindModel(const std::string& name) {
-  auto it = Entries().find(name);
-  if (it == Entries().end()) {
-    const std::string quoted =
-        nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    throw BadConfig("model.name: " + quoted + " is not a registered model; use one of " +
-                    JoinNames(ModelNames()) + " (adding a model: docs/cpp-workload.md)");
-  }
-  return it->second;
-}
+const ModelEntry& FindModel(const std::string& name) { return Models().Find(name); }
 
 void CheckModelConfig(const ModelConfig& config, const std::string& common_fields) {
   const ModelEntry& entry = FindModel(config.name);

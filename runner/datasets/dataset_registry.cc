@@ -2,26 +2,17 @@
 // (dataset.h), which dispatch through it.
 #include "runner/datasets/dataset_registry.h"
 
-#include <map>
-#include <stdexcept>
+#include <utility>
 
-#include <nlohmann/json.hpp>
-
+#include "runner/registry.h"
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
 namespace {
 
-// Constructed on first use (registrars run during static initialization, in any order).
-std::map<std::string, DatasetEntry>& Entries() {
-  static std::map<std::string, DatasetEntry> entries;
-  return entries;
-}
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
+Registry<DatasetEntry>& Datasets() {
+  static Registry<DatasetEntry> datasets("dataset", "data.name");
+  return datasets;
 }
 
 std::string ShapeText(const torch::Tensor& t) {
@@ -63,32 +54,14 @@ void CheckLoaded(const std::string& name, const Dataset& d) {
 }  // namespace
 
 bool RegisterDataset(DatasetEntry entry) {
-  if (entry.name.empty() || !entry.load) {
-    throw std::logic_error("RegisterDataset: an entry needs a name and a load function");
-  }
-  const std::string name = entry.name;
-  if (!Entries().emplace(name, std::move(entry)).second) {
-    throw std::logic_error("RegisterDataset: dataset \"" + name + "\" is registered twice");
-  }
+  const bool complete = static_cast<bool>(entry.load);
+  Datasets().Add(std::move(entry), complete);
   return true;
 }
 
-std::vector<std::string> DatasetNames() {
-  std::vector<std::string> names;
-  for (const auto& [name, entry] : Entries()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> DatasetNames() { return Datasets().Names(); }
 
-const DatasetEntry& FindDataset(const std::string& name) {
-  auto it = Entries().find(name);
-  if (it == Entries().end()) {
-    const std::string quoted =
-        nlohmann::json(name).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    throw BadConfig("data.name: " + quoted + " is not a registered dataset; use one of " +
-                    JoinNames(DatasetNames()) + " (adding a dataset: docs/cpp-workload.md)");
-  }
-  return it->second;
-}
+const DatasetEntry& FindDataset(const std::string& name) { return Datasets().Find(name); }
 
 void CheckDataConfig(const DataConfig& config, const std::string& common_fields) {
   const DatasetEntry& entry = FindDataset(config.name);

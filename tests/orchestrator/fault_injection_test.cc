@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -112,6 +113,7 @@ class FaultTest : public ::testing::Test {
 
   CliResult Cli(const std::vector<std::string>& args) {
     const std::string err = dir_.File("stderr.txt");
+    std::remove(err.c_str());  // boost.process opens without truncating: no stale tail
     bp::child c(BATCHLAB_BIN, bp::args(args), bp::std_out > bp::null, bp::std_err > err,
                 bp::std_in < bp::null);
     c.wait();

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -52,8 +53,10 @@ class SlurmTest : public ::testing::Test {
   }
 
   int Cli(const std::vector<std::string>& args) {
-    bp::child c(BATCHLAB_BIN, bp::args(args), bp::std_out > bp::null,
-                bp::std_err > (dir_.path() + "/err.txt"), bp::std_in < bp::null);
+    const std::string err = dir_.path() + "/err.txt";
+    std::remove(err.c_str());  // boost.process opens without truncating: no stale tail
+    bp::child c(BATCHLAB_BIN, bp::args(args), bp::std_out > bp::null, bp::std_err > err,
+                bp::std_in < bp::null);
     c.wait();
     return c.exit_code();
   }
@@ -190,8 +193,10 @@ TEST_F(SlurmTest, SigintCancelsTheJobsWithScancel) {
   std::string spec =
       WriteSpec(R"({"name": "slurm-cancel", "base": {"mode": "noop", "batch_size": 64},
       "repeats": 2, "launch": {"env": {"FAKE_RUNNER_SECONDS": "120"}}})");
-  bp::child c(BATCHLAB_BIN, bp::args(RunArgs(spec)), bp::std_out > bp::null,
-              bp::std_err > (dir_.path() + "/err.txt"), bp::std_in < bp::null);
+  const std::string err = dir_.path() + "/err.txt";
+  std::remove(err.c_str());  // boost.process opens without truncating: no stale tail
+  bp::child c(BATCHLAB_BIN, bp::args(RunArgs(spec)), bp::std_out > bp::null, bp::std_err > err,
+              bp::std_in < bp::null);
   auto running = [&] {
     if (!fs::exists(Db())) return false;
     auto db = results::OpenReadOnly(Db());
