@@ -7,6 +7,8 @@
 
 #include <fmt/core.h>
 
+#include "analysis/table.h"
+
 namespace batchlab::analysis {
 
 namespace {
@@ -79,14 +81,14 @@ StatusOr<CritFit> FitCriticalBatch(const std::vector<StepsPoint>& points, const 
   if (line.a <= 0) {
     return FailedPreconditionError(fmt::format(
         "steps to target keep falling like 1/B up to the largest batch size ({}): fitted S_min = "
-        "{:.3g} <= 0, so B_crit lies beyond the swept range; sweep larger batch sizes",
-        by_batch.rbegin()->first, line.a));
+        "{} <= 0, so B_crit lies beyond the swept range; sweep larger batch sizes",
+        by_batch.rbegin()->first, FormatNumber(line.a, 3)));
   }
   if (line.b <= 0) {
     return FailedPreconditionError(fmt::format(
-        "steps to target do not fall with batch size (fitted E_min = {:.3g} <= 0): B_crit lies "
+        "steps to target do not fall with batch size (fitted E_min = {} <= 0): B_crit lies "
         "below the smallest batch size ({}); sweep smaller batch sizes",
-        line.b, by_batch.begin()->first));
+        FormatNumber(line.b, 3), by_batch.begin()->first));
   }
   CritFit fit;
   fit.points = static_cast<int>(points.size());

@@ -6,6 +6,8 @@
 
 #include <fmt/core.h>
 
+#include "analysis/table.h"
+
 namespace batchlab::analysis {
 
 StatusOr<GnsTerms> UnbiasedTerms(const GnsSample& s) {
@@ -87,9 +89,9 @@ StatusOr<GnsEstimate> EstimateGns(const std::vector<GnsSample>& samples,
   const double point = Ratio(est.trace, est.g2);
   if (!(est.g2 > 0)) {
     return FailedPreconditionError(fmt::format(
-        "the mean unbiased |G|² over steps [{}, {}] is {:.3g} (not positive): gradient noise "
+        "the mean unbiased |G|² over steps [{}, {}] is {} (not positive): gradient noise "
         "dominates the signal; use more steps or a larger gradient-noise batch B_big",
-        est.first_step, est.last_step, est.g2));
+        est.first_step, est.last_step, FormatNumber(est.g2, 3)));
   }
   Resampler rs(options.seed);
   size_t block = options.block > 0 ? options.block : DefaultBlockLength(n);

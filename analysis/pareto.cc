@@ -33,11 +33,11 @@ std::vector<size_t> ParetoFrontier(const std::vector<ParetoPoint>& points) {
   return front;
 }
 
-std::vector<ParetoPoint> ParetoPointsOf(const std::vector<TargetHit>& hits) {
+std::vector<ParetoPoint> ParetoPointsOf(const std::vector<TargetHit>& hits, ComputeUnit unit) {
   std::vector<ParetoPoint> out;
   for (const TargetHit& h : hits) {
     if (h.status != HitStatus::kReached) continue;
-    out.push_back({h.run_id, h.label, h.seconds, h.compute});
+    out.push_back({h.run_id, h.label, h.seconds, ComputeIn(h, unit)});
   }
   return out;
 }

@@ -37,12 +37,14 @@ bool Usable(const Candidate& c) {
 }
 
 Recommendation Recommend(const std::vector<Candidate>& candidates, const CritSection& crit,
-                         Preference prefer, bool projected, std::string basis, std::string target) {
+                         Preference prefer, bool projected, std::string basis,
+                         const TargetSection& target) {
   Recommendation r;
+  r.compute_unit = target.compute.unit;
   r.prefer = prefer;
   r.projected = projected;
   r.basis = std::move(basis);
-  r.target = std::move(target);
+  r.target = target.target.ToString();
   r.candidates = static_cast<int>(candidates.size());
   const std::optional<size_t> choice = Choose(candidates, prefer);
   const std::optional<size_t> base = Baseline(candidates);
@@ -73,6 +75,7 @@ nlohmann::json CandidateJson(const Candidate& c) {
 nlohmann::json OneJson(const Recommendation& r) {
   nlohmann::json j = {{"prefer", PreferenceName(r.prefer)},
                       {"basis", r.basis},
+                      {"compute_unit", ComputeUnitName(r.compute_unit)},
                       {"projected", r.projected},
                       {"target", r.target},
                       {"candidates", r.candidates}};
@@ -117,6 +120,7 @@ std::vector<Candidate> MeasuredCandidates(const TargetSection& target) {
   // (batch size, config key) -> the seeds' hits
   std::map<std::pair<int64_t, std::string>, std::vector<const TargetHit*>> groups;
   for (const TargetHit& h : target.hits) groups[{h.batch_size, h.config_key}].push_back(&h);
+  const ComputeUnit unit = target.compute.unit;
   std::vector<Candidate> out;
   for (const auto& [key, seeds] : groups) {
     const bool all = std::all_of(seeds.begin(), seeds.end(), [](const TargetHit* h) {
@@ -128,7 +132,7 @@ std::vector<Candidate> MeasuredCandidates(const TargetSection& target) {
     for (const TargetHit* h : seeds) {
       c.steps += static_cast<double>(h->step);
       c.seconds += h->seconds;
-      c.compute += h->compute;
+      c.compute += ComputeIn(*h, unit);
       if (h->seconds < fastest->seconds) fastest = h;
     }
     const double n = static_cast<double>(seeds.size());
@@ -149,7 +153,13 @@ std::vector<Candidate> MeasuredCandidates(const TargetSection& target) {
   return out;
 }
 
-std::vector<Candidate> ProjectedCandidates(const ProjectionSection& projection) {
+std::vector<Candidate> ProjectedCandidates(const ProjectionSection& projection,
+                                           const TargetSection& target) {
+  std::map<int64_t, double> flops_per_step;  // batch size -> of its best configuration's run
+  for (const BatchBest& b : target.best) {
+    if (b.best) flops_per_step[b.batch_size] = b.best->flops_per_step;
+  }
+  const bool flops = target.compute.unit == ComputeUnit::kFlops;
   std::vector<Candidate> out;
   for (const ProjectedPoint& p : projection.points) {
     Candidate c;
@@ -158,7 +168,7 @@ std::vector<Candidate> ProjectedCandidates(const ProjectionSection& projection) 
     c.world_size = p.world_size;
     c.steps = p.steps;
     c.seconds = p.time_to_target;
-    c.compute = p.compute;
+    c.compute = flops ? p.steps * flops_per_step[p.batch_size] : p.compute;
     out.push_back(std::move(c));
   }
   return out;
@@ -189,8 +199,7 @@ double DoublingSaving(double batch_size, double b_crit) {
 
 Recommendation RecommendMeasured(const TargetSection& target, const CritSection& crit,
                                  Preference prefer) {
-  return Recommend(MeasuredCandidates(target), crit, prefer, false, "measured",
-                   target.target.ToString());
+  return Recommend(MeasuredCandidates(target), crit, prefer, false, "measured", target);
 }
 
 Recommendation RecommendProjected(const ProjectionSection& projection, const TargetSection& target,
@@ -202,12 +211,13 @@ Recommendation RecommendProjected(const ProjectionSection& projection, const Tar
     r.projected = true;
     r.basis = basis;
     r.target = target.target.ToString();
+    r.compute_unit = target.compute.unit;
     r.profile = projection.profile.name;
     r.status = projection.status;
     return r;
   }
-  Recommendation r = Recommend(ProjectedCandidates(projection), crit, prefer, true, basis,
-                               target.target.ToString());
+  Recommendation r =
+      Recommend(ProjectedCandidates(projection, target), crit, prefer, true, basis, target);
   r.profile = projection.profile.name;
   return r;
 }
@@ -219,17 +229,17 @@ std::string RecommendationSentence(const Recommendation& r) {
   if (!r.status.ok()) return head + "no recommendation: " + r.status.message();
   const Candidate& c = r.choice;
   const Candidate& b = r.baseline;
+  const char* unit = ComputeUnitName(r.compute_unit);
   std::string s = fmt::format("{}B={} on {}", head, c.batch_size, Ranks(c.world_size));
   if (c.batch_size == b.batch_size && c.world_size == b.world_size) {
-    s += fmt::format(": the smallest batch is also the best for {}: {} s and {} rank-s to {}",
-                     PreferenceName(r.prefer), N(c.seconds), N(c.compute), r.target);
+    s += fmt::format(": the smallest batch is also the best for {}: {} s and {} {} to {}",
+                     PreferenceName(r.prefer), N(c.seconds), N(c.compute), unit, r.target);
   } else {
     s += fmt::format(
-        ": {}x {} to {} than B={} on {}, for {}x the compute ({} s vs {} s; {} vs {} "
-        "rank-s)",
+        ": {}x {} to {} than B={} on {}, for {}x the compute ({} s vs {} s; {} vs {} {})",
         N(r.speedup >= 1 ? r.speedup : 1 / r.speedup), r.speedup >= 1 ? "faster" : "slower",
         r.target, b.batch_size, Ranks(b.world_size), N(r.compute_ratio), N(c.seconds), N(b.seconds),
-        N(c.compute), N(b.compute));
+        N(c.compute), N(b.compute), unit);
     if (c.steps > 0 && b.steps > 0) {
       s += fmt::format(", {} steps vs {}", N(c.steps), N(b.steps));
     }
@@ -271,8 +281,10 @@ std::vector<std::string> RecommendationLines(const RecommendationSection& s) {
 }
 
 Table RecommendationTable(const RecommendationSection& s) {
+  const char* unit = ComputeUnitName(s.measured.empty() ? ComputeUnit::kRankSeconds
+                                                        : s.measured.front().compute_unit);
   Table t{"recommendation",
-          "Recommended batch size and rank count",
+          fmt::format("Recommended batch size and rank count (compute in {})", unit),
           {"basis", "prefer", "batch_size", "ranks", "seconds", "compute", "speedup",
            "compute_ratio", "vs"},
           {},
@@ -291,14 +303,17 @@ Table RecommendationTable(const RecommendationSection& s) {
   }
   t.notes = RecommendationLines(s);
   t.notes.push_back(
-      "speedup = time to target of the smallest batch size (fewest ranks) / this one's; "
-      "compute_ratio = this one's rank-seconds / the smallest batch's. balanced = least time x "
-      "compute. Projected rows are a model (see the projection table), not measurements.");
+      fmt::format("speedup = time to target of the smallest batch size (fewest ranks) / this "
+                  "one's; compute_ratio = this one's {} / the smallest batch's. balanced = least "
+                  "time x compute. Projected rows are a model (see the projection table), not "
+                  "measurements.",
+                  unit));
   return t;
 }
 
 nlohmann::json RecommendationJson(const RecommendationSection& s) {
   nlohmann::json j = {{"prefer", PreferenceName(s.prefer)},
+                      {"compute_unit", ComputeUnitName(s.ChosenMeasured().compute_unit)},
                       {"measured", OneJson(s.ChosenMeasured())},
                       {"projected", OneJson(s.ChosenProjected())}};
   j["all"] = nlohmann::json::array();

@@ -5,7 +5,9 @@
 // runs (TargetSection), or the projected points of a cluster profile (ProjectionSection). One is
 // chosen for a stated preference:
 //   time      least time to target (ties: less compute)
-//   compute   least compute (rank-seconds) to target (ties: less time)
+//   compute   least compute to target (ties: less time), in the study's one unit: FLOPs when
+//             every run that reached the target stored flops_per_step, else rank-seconds
+//             (compute_unit.h); projected points use the same unit as the measured ones
 //   balanced  least time × compute, i.e. the largest sum of relative savings in both, a point of
 //             the time-compute Pareto frontier (ties: less time)
 // and compared with the baseline: the smallest batch size that reached the target, on the fewest
@@ -49,14 +51,17 @@ struct Candidate {
   int seeds = 1;
   double steps = 0;
   double seconds = 0;  // time to target
-  double compute = 0;  // rank-seconds to target
+  double compute = 0;  // compute to target in the section's unit (FLOPs or rank-seconds)
 };
 
 // The candidates of a measured sweep: one per configuration all of whose seeds reached the
-// target, in (batch size, rank count, label) order.
+// target, in (batch size, rank count, label) order; compute in target.compute's unit.
 std::vector<Candidate> MeasuredCandidates(const TargetSection& target);
-// The projected points as candidates (label "B=.. K=..").
-std::vector<Candidate> ProjectedCandidates(const ProjectionSection& projection);
+// The projected points as candidates (label "B=.. K=.."), compute in target.compute's unit: the
+// projection's rank-seconds, or in FLOPs steps × the flops_per_step measured at that batch size
+// (FLOPs do not depend on the rank count).
+std::vector<Candidate> ProjectedCandidates(const ProjectionSection& projection,
+                                           const TargetSection& target);
 
 // Index into `candidates` of the preferred one; nullopt when empty.
 std::optional<size_t> Choose(const std::vector<Candidate>& candidates, Preference prefer);
@@ -75,6 +80,7 @@ struct Recommendation {
   std::string profile;  // the cluster profile of a projection
   std::string target;   // "test_accuracy>=0.85"
   int candidates = 0;
+  ComputeUnit compute_unit = ComputeUnit::kRankSeconds;  // of choice.compute, baseline.compute
   Candidate choice;
   Candidate baseline;
   double speedup = 0;        // baseline.seconds / choice.seconds

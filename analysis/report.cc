@@ -60,9 +60,10 @@ std::vector<std::string> Summary(const Study& s) {
     const TargetHit& fast = *s.pareto.hits[s.pareto.frontier.front()];
     const TargetHit& cheap = *s.pareto.hits[s.pareto.frontier.back()];
     out.push_back(fmt::format(
-        "Fastest to target: {} in {} s; cheapest: {} with {} rank-seconds ({} runs on the "
-        "frontier).",
-        fast.label, N(fast.seconds), cheap.label, N(cheap.compute), s.pareto.frontier.size()));
+        "Fastest to target: {} in {} s; cheapest: {} with {} {} ({} runs on the frontier).",
+        fast.label, N(fast.seconds), cheap.label,
+        N(s.pareto.points[s.pareto.frontier.back()].compute),
+        ComputeUnitName(s.pareto.compute.unit), s.pareto.frontier.size()));
   }
   if (!s.scaling.alpha_beta_status.ok()) {
     out.push_back("Alpha-beta fit: " + s.scaling.alpha_beta_status.message());

@@ -187,6 +187,8 @@ std::optional<Chart> StepsChart(const Study& s) {
 
 std::optional<Chart> ParetoChart(const Study& s) {
   if (!s.target_status.ok()) return std::nullopt;
+  const ComputeUnit unit = s.pareto.compute.unit;
+  const char* unit_name = ComputeUnitName(unit);
   std::vector<bool> on(s.pareto.points.size(), false);
   for (size_t i : s.pareto.frontier) on[i] = true;
   json pts = json::array(), front = json::array(), missed = json::array();
@@ -212,12 +214,15 @@ std::optional<Chart> ParetoChart(const Study& s) {
     }
     const RunCurves* c = CurvesOf(s, h.run_id);
     if (c == nullptr || !Positive(c->total_seconds)) continue;
+    // In FLOPs, a run that never reported flops_per_step has no spent compute to draw.
+    const double spent = SpentIn(h, c->last_step, c->total_seconds, unit);
+    if (!Positive(spent)) continue;
     missed.push_back({{"run", h.run_id},
                       {"config", h.label},
                       {"batch_size", h.batch_size},
                       {"K", h.world_size},
                       {"seconds", c->total_seconds},
-                      {"compute", c->total_seconds * h.world_size},
+                      {"compute", spent},
                       {"kind", NotReachedStatus(h.status) + ": total spent, a lower bound"}});
   }
   if (pts.empty() && missed.empty()) return std::nullopt;
@@ -227,22 +232,22 @@ std::optional<Chart> ParetoChart(const Study& s) {
   json spec = Base(c.title,
                    "labelled: the frontier (no run is both faster and cheaper); open "
                    "triangles: runs that never reached the target");
-  json x = Quant("compute", "compute to target (rank-seconds)", true);
+  json x = Quant("compute", fmt::format("compute to target ({})", unit_name), true);
   json y = Quant("seconds", "training time to target (s)", true);
   json layers = json::array();
-  layers.push_back({{"name", "runs"},
-                    {"data", {{"values", pts}}},
-                    {"params", LegendToggle()},
-                    {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
-                    {"encoding",
-                     {{"x", x},
-                      {"y", y},
-                      {"color", ColorByBatch()},
-                      {"shape", {{"field", "frontier"}, {"type", "nominal"}, {"title", "run"}}},
-                      {"opacity", ToggledOpacity(0.1)},
-                      {"tooltip", Tooltip({{"seconds", "seconds"},
-                                           {"compute", "rank-seconds"},
-                                           {"frontier", "frontier"}})}}}});
+  layers.push_back(
+      {{"name", "runs"},
+       {"data", {{"values", pts}}},
+       {"params", LegendToggle()},
+       {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
+       {"encoding",
+        {{"x", x},
+         {"y", y},
+         {"color", ColorByBatch()},
+         {"shape", {{"field", "frontier"}, {"type", "nominal"}, {"title", "run"}}},
+         {"opacity", ToggledOpacity(0.1)},
+         {"tooltip",
+          Tooltip({{"seconds", "seconds"}, {"compute", unit_name}, {"frontier", "frontier"}})}}}});
   if (!front.empty()) {
     layers.push_back({{"name", "frontier"},
                       {"data", {{"values", front}}},
@@ -271,9 +276,9 @@ std::optional<Chart> ParetoChart(const Study& s) {
     const json& cheap = front.front();
     c.reading = fmt::format(
         "{} of {} runs that reached the target are on the frontier: the fastest, {}, takes {} s; "
-        "the cheapest, {}, uses {} rank-seconds{}.",
+        "the cheapest, {}, uses {} {}{}.",
         front.size(), pts.size(), fast["tag"].get<std::string>(), N(fast["seconds"].get<double>()),
-        cheap["tag"].get<std::string>(), N(cheap["compute"].get<double>()),
+        cheap["tag"].get<std::string>(), N(cheap["compute"].get<double>()), unit_name,
         missed.empty() ? "" : fmt::format("; {} run(s) never reached it", missed.size()));
   } else {
     c.reading = fmt::format("No run reached the target; {} run(s) are drawn at what they spent.",

@@ -118,6 +118,7 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
   hit.lr_rule = run.lr_rule;
   hit.optimizer = run.optimizer;
 
+  hit.flops_per_step = run.flops_per_step;
   const Series* m = run.Metric(target.metric);
   if (m) {
     for (size_t i = 0; i < m->size(); ++i) {

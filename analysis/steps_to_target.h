@@ -66,6 +66,7 @@ struct TargetHit {
   // Training FLOPs to it: step × the run's stored flops_per_step; 0 when the run did not report
   // it (compute is then known only in rank-seconds).
   double flops = 0;
+  double flops_per_step = 0;  // the run's stored fact (0: not reported), whatever its status
 };
 
 // The hit of one run. `seconds` sums step_seconds over steps <= step when the run logged it

@@ -132,6 +132,7 @@ StatusOr<TargetSection> AnalyzeTarget(const SweepData& sweep, const StudyOptions
   if (!options.target.empty()) BATCHLAB_RETURN_IF_ERROR(CheckTargetMetric(sweep, out.target));
   out.hits = FindTargetHits(sweep.runs, out.target);
   out.best = BestPerBatchSize(out.hits);
+  out.compute = ChooseComputeBasis(out.hits);
   out.lr_search_path = sweep.lr_search_path;
   if (!out.lr_search_path.empty()) {
     out.lr_found = LrFoundPerGroup(sweep.runs, out.hits, out.lr_search_path);
@@ -164,9 +165,10 @@ CritSection AnalyzeCrit(const TargetSection& target, const GnsSection& gns,
 
 ParetoSection AnalyzePareto(const TargetSection& target) {
   ParetoSection out;
+  out.compute = target.compute;
   for (const TargetHit& h : target.hits) {
     if (h.status != HitStatus::kReached) continue;
-    out.points.push_back({h.run_id, h.label, h.seconds, h.compute});
+    out.points.push_back({h.run_id, h.label, h.seconds, ComputeIn(h, out.compute.unit)});
     out.hits.push_back(&h);
   }
   out.frontier = ParetoFrontier(out.points);

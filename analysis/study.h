@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/compute_unit.h"
 #include "analysis/critical_batch.h"
 #include "analysis/gradient_noise.h"
 #include "analysis/lr_found.h"
@@ -93,6 +94,7 @@ struct TargetSection {
   Target target;
   std::vector<TargetHit> hits;    // one per run, in run order
   std::vector<BatchBest> best;    // per batch size
+  ComputeBasis compute;           // the unit of compute to target: FLOPs or rank-seconds
   std::string lr_search_path;     // the spec's LR search path; empty without a search
   std::vector<LrFound> lr_found;  // what the search found per batch size
 };
@@ -114,6 +116,7 @@ CritSection AnalyzeCrit(const TargetSection& target, const GnsSection& gns,
                         const StudyOptions& options);
 
 struct ParetoSection {
+  ComputeBasis compute;  // the unit of points[i].compute (the target section's)
   std::vector<ParetoPoint> points;
   std::vector<const TargetHit*> hits;  // hits[i] is the run of points[i]
   std::vector<size_t> frontier;        // indices into points, frontier order

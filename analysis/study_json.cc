@@ -19,7 +19,8 @@ json IntervalJson(const Interval& i) {
           {"confidence", i.confidence}};
 }
 
-json HitJson(const TargetHit& h) {
+// `compute` is in the section's unit (compute_unit); rank_seconds and flops are both kept.
+json HitJson(const TargetHit& h, ComputeUnit unit) {
   json j = {{"run_id", h.run_id},
             {"label", h.label},
             {"batch_size", h.batch_size},
@@ -33,7 +34,8 @@ json HitJson(const TargetHit& h) {
     j["step"] = h.step;
     j["samples"] = Num(h.samples);
     j["seconds"] = Num(h.seconds);
-    j["compute"] = Num(h.compute);
+    j["compute"] = Num(ComputeIn(h, unit));
+    j["rank_seconds"] = Num(h.compute);
     j["flops"] = h.flops > 0 ? json(h.flops) : json(nullptr);
   }
   return j;
@@ -117,7 +119,7 @@ json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_se
 
 json TargetJson(const TargetSection& t) {
   json runs = json::array();
-  for (const TargetHit& h : t.hits) runs.push_back(HitJson(h));
+  for (const TargetHit& h : t.hits) runs.push_back(HitJson(h, t.compute.unit));
   json best = json::array();
   for (const BatchBest& b : t.best) {
     json j = {
@@ -128,13 +130,17 @@ json TargetJson(const TargetSection& t) {
       j["best_steps"] = Num(b.best_steps);
       j["best_samples"] = Num(b.best_samples);
       j["seed_steps"] = b.seed_steps;
-      j["best_run"] = HitJson(*b.best);
+      j["best_run"] = HitJson(*b.best, t.compute.unit);
     } else {
       j["best_steps"] = nullptr;
     }
     best.push_back(j);
   }
-  json out = {{"target", t.target.ToString()}, {"per_batch_size", best}, {"runs", runs}};
+  json out = {{"target", t.target.ToString()},
+              {"compute_unit", ComputeUnitName(t.compute.unit)},
+              {"compute_note", t.compute.Note()},
+              {"per_batch_size", best},
+              {"runs", runs}};
   if (!t.lr_found.empty()) {
     json lr = json::array();
     for (const LrFound& f : t.lr_found) {
@@ -183,8 +189,11 @@ json CritJson(const CritSection& c) {
 
 json ParetoJson(const ParetoSection& p) {
   json front = json::array();
-  for (size_t i : p.frontier) front.push_back(HitJson(*p.hits[i]));
-  return {{"frontier", front}, {"points", p.points.size()}};
+  for (size_t i : p.frontier) front.push_back(HitJson(*p.hits[i], p.compute.unit));
+  return {{"compute_unit", ComputeUnitName(p.compute.unit)},
+          {"compute_note", p.compute.Note()},
+          {"frontier", front},
+          {"points", p.points.size()}};
 }
 
 json ScalingJson(const ScalingSection& s) {
@@ -230,6 +239,7 @@ json ProjectionJson(const ProjectionSection& p) {
                     {"runs", p.compute.runs},
                     {"device_speedup", Num(p.compute.speedup)}};
   out["parameters"] = p.parameters;
+  out["compute_unit"] = "rank-seconds";
   json pts = json::array();
   for (const ProjectedPoint& x : p.points) {
     pts.push_back({{"world_size", x.world_size},
@@ -239,7 +249,7 @@ json ProjectionJson(const ProjectionSection& p) {
                    {"step_seconds", Num(x.step_seconds)},
                    {"steps", Num(x.steps)},
                    {"time_to_target", Num(x.time_to_target)},
-                   {"compute", Num(x.compute)},
+                   {"compute", Num(x.compute)},  // rank-seconds: the projection models time
                    {"on_frontier", x.on_frontier}});
   }
   out["points"] = pts;

@@ -82,12 +82,14 @@ std::vector<Table> TargetTables(const TargetSection& target) {
       "seconds = training time to the first evaluation meeting the target (sum of step_seconds); "
       "compute = world_size x seconds (rank-seconds); flops = step x the flops_per_step the "
       "program reported on its start line (empty: not reported).");
-  Table best{"steps_to_target",
-             "Best steps to target per batch size (" + tgt + ")",
-             {"batch_size", "runs", "reached", "never_reached", "diverged", "failed", "unfinished",
-              "no_metric", "pruned", "best_steps", "best_samples", "seeds", "best_run_id", "best_run"},
-             {},
-             {}};
+  runs.notes.push_back("The frontier and the recommendation use " + target.compute.Note());
+  Table best{
+      "steps_to_target",
+      "Best steps to target per batch size (" + tgt + ")",
+      {"batch_size", "runs", "reached", "never_reached", "diverged", "failed", "unfinished",
+       "no_metric", "pruned", "best_steps", "best_samples", "seeds", "best_run_id", "best_run"},
+      {},
+      {}};
   for (const BatchBest& b : target.best) {
     best.rows.push_back({I(b.batch_size), I(b.runs), I(b.reached), I(b.never_reached),
                          I(b.diverged), I(b.failed), I(b.unfinished), I(b.no_metric), I(b.pruned),
@@ -170,8 +172,9 @@ std::vector<Table> CritTables(const CritSection& crit) {
 }
 
 std::vector<Table> ParetoTables(const ParetoSection& p) {
+  const char* unit = ComputeUnitName(p.compute.unit);
   Table t{"pareto",
-          "Pareto frontier: time vs compute to target",
+          fmt::format("Pareto frontier: time vs compute ({}) to target", unit),
           {"rank", "run_id", "run", "seconds", "compute", "batch_size", "world_size", "nodes",
            "lr_rule", "optimizer"},
           {},
@@ -179,13 +182,13 @@ std::vector<Table> ParetoTables(const ParetoSection& p) {
   int rank = 1;
   for (size_t i : p.frontier) {
     const TargetHit& h = *p.hits[i];
-    t.rows.push_back({I(rank++), h.run_id, h.label, N(h.seconds), N(h.compute), I(h.batch_size),
-                      I(h.world_size), I(h.nodes), h.lr_rule, h.optimizer});
+    t.rows.push_back({I(rank++), h.run_id, h.label, N(h.seconds), N(p.points[i].compute),
+                      I(h.batch_size), I(h.world_size), I(h.nodes), h.lr_rule, h.optimizer});
   }
   t.notes.push_back(fmt::format(
       "{} of {} runs that reached the target are on the frontier (no other run is both faster "
-      "and cheaper); frontier order: fastest first. compute = world_size x seconds.",
-      p.frontier.size(), p.points.size()));
+      "and cheaper); frontier order: fastest first; {}",
+      p.frontier.size(), p.points.size(), p.compute.Note()));
   return {t};
 }
 

@@ -10,12 +10,6 @@
 
 namespace batchlab::analysis {
 
-std::string FormatNumber(double v, int significant) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{:.{}g}", v, significant);
-}
-
 std::string HtmlEscape(const std::string& s) {
   std::string out;
   out.reserve(s.size());

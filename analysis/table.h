@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "results/table_writer.h"
+
 namespace batchlab::analysis {
 
 struct Table {
@@ -29,8 +31,9 @@ struct Table {
   std::string ToJson() const;      // an array of objects; numeric cells as numbers
 };
 
-// `v` with `significant` significant digits ("912.5", "1.25e+05"); "inf", "-inf", "nan".
-std::string FormatNumber(double v, int significant = 4);
+// The one number formatter (results/table_writer.h): `v` with `significant` significant digits
+// ("912.5", "1.25e+05"); "inf", "-inf", "nan".
+using results::FormatNumber;
 
 // Escapes & < > " for HTML text and attributes.
 std::string HtmlEscape(const std::string& s);

@@ -270,11 +270,12 @@ Status PlanSweep(const PlanFlags& f) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : plan.runs) {
-    rows.push_back(
-        {std::to_string(r.ordinal), r.id, std::to_string(r.world_size), std::to_string(r.slots),
-         std::to_string(r.config["local_batch_size"].get<long long>()),
-         std::to_string(r.config["micro_batch_size"].get<long long>()),
-         results::FormatReal(r.scaled_lr), results::FormatReal(r.expected_seconds), ParamsText(r)});
+    rows.push_back({std::to_string(r.ordinal), r.id, std::to_string(r.world_size),
+                    std::to_string(r.slots),
+                    std::to_string(r.config["local_batch_size"].get<long long>()),
+                    std::to_string(r.config["micro_batch_size"].get<long long>()),
+                    results::FormatNumber(r.scaled_lr), results::FormatNumber(r.expected_seconds),
+                    ParamsText(r)});
   }
   const std::vector<std::string> columns = {"ordinal", "run_id",      "world_size",
                                             "slots",   "local_batch", "micro_batch",

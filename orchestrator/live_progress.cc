@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "orchestrator/config_schema.h"
+#include "results/table_writer.h"
 
 namespace batchlab::orchestrator {
 
@@ -15,12 +16,10 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Num(double v) { return fmt::format("{:.4g}", v); }
-
 std::string EvalText(const results::EvalSnapshot& ev) {
   std::string out;
   for (const auto& [name, v] : ev.values) {
-    out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, Num(v));
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", name, results::FormatNumber(v));
   }
   return fmt::format("{} @{}", out, ev.step);
 }
@@ -127,8 +126,8 @@ std::string FormatLiveProgress(const LiveProgress& live, bool all_runs) {
     if (all_runs || l.run.state == "running") shown.push_back(&l);
   }
   if (shown.empty()) return out;
-  out += fmt::format("  {:<16} {:<14} {:>11} {:>9} {:<40} {:>7} {:>7}  {}\n", "run", "state",
-                     "step", "loss", "last eval", "elapsed", "ETA", "params");
+  // Through the CLI's one table writer (results/table_writer.h): aligned, numbers right.
+  std::vector<std::vector<std::string>> rows;
   for (const RunLive* l : shown) {
     const results::RunSnapshot& r = l->run;
     std::string step;
@@ -136,13 +135,14 @@ std::string FormatLiveProgress(const LiveProgress& live, bool all_runs) {
       step =
           l->total_steps ? fmt::format("{}/{}", *r.step, *l->total_steps) : std::to_string(*r.step);
     }
-    out += fmt::format("  {:<16} {:<14} {:>11} {:>9} {:<40} {:>7} {:>7}  {}\n", r.id.substr(0, 16),
-                       r.state, step, r.loss ? Num(*r.loss) : "",
-                       r.last_eval ? EvalText(*r.last_eval) : "",
-                       r.started_at ? FormatDuration(l->elapsed_seconds) : "",
-                       l->eta_seconds ? FormatDuration(*l->eta_seconds) : "", r.params);
+    rows.push_back({r.id.substr(0, 16), r.state, step, r.loss ? results::FormatNumber(*r.loss) : "",
+                    r.last_eval ? EvalText(*r.last_eval) : "",
+                    r.started_at ? FormatDuration(l->elapsed_seconds) : "",
+                    l->eta_seconds ? FormatDuration(*l->eta_seconds) : "", r.params});
   }
-  return out;
+  return out + results::FormatRows(
+                   {"run", "state", "step", "loss", "last eval", "elapsed", "ETA", "params"}, rows,
+                   results::OutputFormat::kTable);
 }
 
 json LiveProgressJson(const LiveProgress& live) {

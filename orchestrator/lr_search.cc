@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,19 @@ std::vector<double> CoarseGrid(const LrSearch& s) {
     if (out.empty() || v != out.back()) out.push_back(v);
   }
   return out;
+}
+
+int LrStartRank(const LrSearch& search, double lr) {
+  const std::vector<double> grid = CoarseGrid(search);
+  const auto at = std::find(grid.begin(), grid.end(), lr);
+  if (at == grid.end()) return 0;
+  // Twice the distance from the middle index (integers), then the smaller LR first.
+  const auto n = static_cast<int>(grid.size());
+  auto key = [n](int k) { return std::make_pair(std::abs(2 * k - (n - 1)), k); };
+  const int k = static_cast<int>(at - grid.begin());
+  int rank = 0;
+  for (int j = 0; j < n; ++j) rank += key(j) < key(k);
+  return rank;
 }
 
 std::optional<double> BestLr(const std::vector<LrResult>& tried) {

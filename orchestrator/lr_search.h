@@ -50,6 +50,16 @@ std::optional<double> BestLr(const std::vector<LrResult>& tried);
 std::vector<double> NextLrs(const LrSearch& search, const std::vector<LrResult>& tried,
                             int rounds_done);
 
+// The start order of `lr` among the runs of its search point (lower first): the coarse grid from
+// its middle outward (rank 0 = the middle LR of the log range; of two equally central, the
+// smaller first), its two ends last; an LR outside the grid (a refinement) 0. A range is chosen
+// to bracket the best LR, so its middle is where the best most likely lies and its ends where it
+// least likely does — and the ends' runs are the dear ones: too small an LR is slow, too large
+// an LR may neither diverge nor reach the target, and without a bar both run to their budget.
+// Started last, they usually find the point's best known and pruning stops them at its steps.
+// Only the order changes: the runs, the best LR and the search's path are the same in any order.
+int LrStartRank(const LrSearch& search, double lr);
+
 // x rounded to 4 significant digits (the LR values written into configs, so ids are stable).
 double RoundLr(double x);
 

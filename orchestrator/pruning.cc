@@ -26,6 +26,29 @@ void PruneBook::SetReached(size_t i, int64_t hit_step) {
 
 void PruneBook::SetOut(size_t i) { runs_[i].kind = Kind::kOut, runs_[i].bound = 0; }
 
+bool PruneBook::HasBar(size_t i) const {
+  const Entry& run = runs_[i];
+  if (run.group.empty() || run.kind == Kind::kReached) return false;
+  for (const auto& [config, others] : groups_.at(run.group)) {
+    if (config == run.config) continue;
+    bool all = true;
+    for (size_t s : others) all = all && runs_[s].kind == Kind::kReached;
+    if (all) return true;
+  }
+  return false;
+}
+
+bool PruneBook::WouldStartBlind(size_t i) const {
+  const Entry& run = runs_[i];
+  if (run.group.empty() || HasBar(i)) return false;
+  for (const auto& [config, members] : groups_.at(run.group)) {
+    for (size_t s : members) {
+      if (s != i && runs_[s].kind == Kind::kRunning) return true;
+    }
+  }
+  return false;
+}
+
 std::optional<std::string> PruneBook::WhyPrune(size_t i) const {
   const Entry& run = runs_[i];
   if (run.group.empty() || run.kind == Kind::kReached) return std::nullopt;

@@ -46,6 +46,18 @@ class PruneBook {
   void SetReached(size_t i, int64_t hit_step);  // met the target at this step
   void SetOut(size_t i);                        // finished without meeting the target
 
+  // Whether another configuration of run i's group has all its seeds at the target: a bar that
+  // run i can pass while it runs (so its progress is worth reading often).
+  bool HasBar(size_t i) const;
+
+  // Whether run i would start blind: another run of its group is running and no configuration
+  // there has set a bar yet. Started later, it may find a bar that pruning can stop it at.
+  bool WouldStartBlind(size_t i) const;
+  // Whether runs i and j are compared (the same non-empty group).
+  bool SameGroup(size_t i, size_t j) const {
+    return !runs_[i].group.empty() && runs_[i].group == runs_[j].group;
+  }
+
   // Why run i can no longer change the best per batch size (a sentence for the event), or
   // nullopt. Never for a run that reached the target or a run without a group.
   std::optional<std::string> WhyPrune(size_t i) const;

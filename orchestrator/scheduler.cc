@@ -20,14 +20,23 @@ void LptQueue::Add(QueuedJob job) {
 }
 
 std::vector<int> LptQueue::TakeStartable(int free_slots, double now) {
+  return TakeStartable(free_slots, now, nullptr);
+}
+
+std::vector<int> LptQueue::TakeStartable(int free_slots, double now,
+                                         const std::function<bool(int key)>& defer) {
   std::vector<int> out;
-  for (auto it = jobs_.begin(); it != jobs_.end() && free_slots > 0;) {
-    if (it->slots <= free_slots && it->not_before <= now) {
-      free_slots -= it->slots;
-      out.push_back(it->key);
-      it = jobs_.erase(it);
-    } else {
-      ++it;
+  // Pass 0 takes the jobs not deferred; pass 1 fills the slots left with the deferred ones.
+  for (int pass = 0; pass < (defer ? 2 : 1); ++pass) {
+    for (auto it = jobs_.begin(); it != jobs_.end() && free_slots > 0;) {
+      const bool ready = it->slots <= free_slots && it->not_before <= now;
+      if (ready && (pass == 1 || !defer || !defer(it->key))) {
+        free_slots -= it->slots;
+        out.push_back(it->key);
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
   return out;

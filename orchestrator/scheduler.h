@@ -15,6 +15,7 @@
 #define BATCHLAB_ORCHESTRATOR_SCHEDULER_H_
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace batchlab::orchestrator {
@@ -34,6 +35,11 @@ class LptQueue {
   void Add(QueuedJob job);
   // Removes and returns (in start order) the keys of the jobs to start now with `free_slots`.
   std::vector<int> TakeStartable(int free_slots, double now);
+  // The same, but a job for which `defer(key)` is true is taken only when no job that is not
+  // deferred fits the slots left: deferring reorders, it never leaves a slot idle. `defer` is
+  // asked once per ready job that fits, in queue order; a job it answers false for is taken.
+  std::vector<int> TakeStartable(int free_slots, double now,
+                                 const std::function<bool(int key)>& defer);
   bool empty() const { return jobs_.empty(); }
   std::size_t size() const { return jobs_.size(); }
   // Earliest not_before among waiting jobs (0 if none waits for backoff).

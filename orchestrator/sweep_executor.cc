@@ -238,7 +238,20 @@ class Execution {
       if (!stopping) {
         int used = 0;
         for (const auto& a : active_) used += a.slots;
-        for (int key : queue_.TakeStartable(options_.slots - used, now)) {
+        // With pruning, a run whose group has a run in flight but no bar yet waits while other
+        // runs can use the slot (it may then start with a bar, and stop at it).
+        std::vector<size_t> taking;
+        auto defer = [&](int key) {
+          const auto i = static_cast<size_t>(key);
+          if (!spec_.prune) return false;
+          if (prune_.WouldStartBlind(i)) return true;
+          for (size_t t : taking) {
+            if (prune_.SameGroup(i, t) && !prune_.HasBar(i)) return true;
+          }
+          taking.push_back(i);
+          return false;
+        };
+        for (int key : queue_.TakeStartable(options_.slots - used, now, defer)) {
           // A run that can no longer change the answer is never started.
           if (std::optional<std::string> why = prune_.WhyPrune(static_cast<size_t>(key))) {
             BATCHLAB_RETURN_IF_ERROR(PruneWaiting(static_cast<size_t>(key), *why));
@@ -260,7 +273,11 @@ class Execution {
           if (a.timed_out && now - a.terminate_sent > options_.terminate_grace_seconds) {
             a.job->Kill();
           }
-          if (now - a.last_ingest >= options_.ingest_every_seconds) {
+          const double every =
+              prune_.HasBar(a.index)
+                  ? std::min(options_.ingest_every_seconds, options_.prune_ingest_every_seconds)
+                  : options_.ingest_every_seconds;
+          if (now - a.last_ingest >= every) {
             BATCHLAB_RETURN_IF_ERROR(Ingest(a, results::IngestPass::kLive));
             a.last_ingest = now;
             if (a.saw_end && a.end_seen == 0) a.end_seen = now;
@@ -513,12 +530,18 @@ class Execution {
   }
 
   // Queue order: with pruning, every configuration's first seed before any second seed, so a
-  // configuration that reaches the target early sets the bar for the others.
+  // configuration that reaches the target early sets the bar for the others; with an LR search,
+  // within a seed rank the largest LRs of every search point first (LrStartRank), so the bar is
+  // usually set before a point's slow small LRs start.
   int Priority(size_t i) const {
     if (!spec_.prune) return 0;
     const auto it =
         std::find(spec_.seeds.begin(), spec_.seeds.end(), plan_.runs[i].config.value("seed", 0LL));
-    return static_cast<int>(it - spec_.seeds.begin());
+    const int seed_rank = static_cast<int>(it - spec_.seeds.begin());
+    if (!spec_.lr_search.enabled) return seed_rank;
+    const int lr_rank =
+        LrStartRank(spec_.lr_search, std::stod(plan_.runs[i].params.at(spec_.lr_search.path)));
+    return seed_rank * (spec_.lr_search.grid + 1) + lr_rank;
   }
 
   // Tells the pruning book what the database now knows of run i: finished runs either hit the

@@ -46,11 +46,14 @@ struct ExecutorClock {
 };
 
 struct ExecutorOptions {
-  int slots = 1;                         // cores in the pool
-  std::string runs_dir = "runs";         // attempt directories go under <runs_dir>/<sweep>/
-  bool new_version = false;              // a changed spec becomes a new version instead of an error
-  double poll_seconds = 0.01;            // how often children are polled
-  double ingest_every_seconds = 1;       // live ingest period of a running run's metrics
+  int slots = 1;                    // cores in the pool
+  std::string runs_dir = "runs";    // attempt directories go under <runs_dir>/<sweep>/
+  bool new_version = false;         // a changed spec becomes a new version instead of an error
+  double poll_seconds = 0.01;       // how often children are polled
+  double ingest_every_seconds = 1;  // live ingest period of a running run's metrics
+  // ... of a run that another configuration at its batch size already sets a bar for (pruning
+  // can stop it): a run is pruned at most this long after it passes the bar.
+  double prune_ingest_every_seconds = 0.1;
   double terminate_grace_seconds = 10;   // SIGTERM -> SIGKILL on cancel and timeout
   std::function<bool()> stop_requested;  // polled; true stops the sweep (SIGINT/SIGTERM)
   ProgressPrinter* progress = nullptr;   // optional

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,7 @@ std::string CellText(const Statement& st, int c) {
     case SQLITE_INTEGER:
       return fmt::format("{}", st.ColumnInt(c));
     case SQLITE_FLOAT:
-      return fmt::format("{}", st.ColumnDouble(c));
+      return FormatNumber(st.ColumnDouble(c), 6);
     default:
       return st.ColumnText(c);
   }
@@ -46,6 +47,7 @@ Status WriteSummary(Database& db, const std::string& run_id, std::FILE* out) {
   BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row) return NotFoundError(fmt::format("no run '{}'", run_id));
   fmt::print(out, "run {}\n", run_id);
+  std::vector<std::vector<std::string>> rows;  // field, value: through the one table writer
   for (int c = 0; c < st.ColumnCount(); ++c) {
     const std::string name = st.ColumnName(c);
     if (name == "run_id" || name == "run_key" || name == "sweep_id") continue;
@@ -53,8 +55,9 @@ Status WriteSummary(Database& db, const std::string& run_id, std::FILE* out) {
     if ((name == "started_at" || name == "ended_at") && !st.ColumnIsNull(c)) {
       value = UtcTime(st.ColumnDouble(c));
     }
-    fmt::print(out, "  {:<20} {}\n", name, value);
+    rows.push_back({name, value});
   }
+  fmt::print(out, "{}", FormatRows({"field", "value"}, rows, OutputFormat::kTable));
   return OkStatus();
 }
 

@@ -212,8 +212,10 @@ void Flush(fmt::memory_buffer& buf, std::FILE* out) {
 
 }  // namespace
 
-std::string FormatReal(double v, int significant) {
-  return FormatRealIn(v, NeedsScientific(v), significant);
+std::string FormatNumber(double v, int significant) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.{}g}", v, significant);
 }
 
 std::string FormatRows(const std::vector<std::string>& columns,

@@ -46,9 +46,11 @@ StatusOr<int64_t> WriteRows(Statement& st, OutputFormat format, std::FILE* out);
 std::string FormatRows(const std::vector<std::string>& columns,
                        const std::vector<std::vector<std::string>>& rows, OutputFormat format);
 
-// `v` with `significant` significant digits in fixed notation ("912.5", "0.001300", "12345"),
-// or scientific ("8.986e-04") below 1e-3 or from 1e7; "inf", "-inf", "nan".
-std::string FormatReal(double v, int significant = 4);
+// The one number formatter of the CLI, the reports and the live view: `v` with `significant`
+// significant digits, shortest form ("912.5", "0.85", "1.25e+05"); "inf", "-inf", "nan". Cells
+// formatted with it are re-styled per column by the table format (FormatRows), so a column of
+// the aligned text table reads in one style whatever the cells' own form.
+std::string FormatNumber(double v, int significant = 4);
 
 }  // namespace batchlab::results
 

@@ -27,10 +27,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+import sweep_run  # noqa: E402  (bench/sweep_run.py: write the spec, run it, time it)
+
 FINISHED = ("completed", "target_reached", "budget_exhausted", "diverged", "pruned")
 
 
@@ -50,20 +52,7 @@ def short_runs_spec(runs, name):
 def sweep(cli, runner, work, name, spec, slots, workers):
     """Runs `spec` to the end in a fresh database (`--workers reuse|fresh`); returns (wall
     seconds, database path)."""
-    path = os.path.join(work, name + ".json")
-    with open(path, "w") as f:
-        json.dump(spec, f)
-    db = os.path.join(work, name + ".db")
-    start = time.monotonic()
-    done = subprocess.run([cli, "--db", db, "sweep", "run", path, "--runs-dir",
-                           os.path.join(work, "runs-" + name), "--runner", runner,
-                           "--slots", str(slots)] + (["--workers", workers] if workers else []),
-                          capture_output=True, text=True)
-    wall = time.monotonic() - start
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr[-3000:])
-        raise SystemExit(f"overhead_bench: sweep {name} exited {done.returncode}")
-    return wall, db
+    return sweep_run.run_sweep(cli, runner, work, name, spec, slots, workers, "overhead_bench")
 
 
 def run_times(db):
@@ -170,8 +159,7 @@ def main():
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--reuse", choices=["auto", "on", "off", "both"], default="auto")
     args = ap.parse_args()
-    cli = os.path.abspath(os.path.join(args.build, "cli", "batchlab"))
-    runner = os.path.abspath(os.path.join(args.build, "runner", "batchlab-runner"))
+    cli, runner = sweep_run.tools(args.build)
     with tempfile.TemporaryDirectory(prefix="overhead-bench-") as work:
         (overhead if args.what == "overhead" else answer)(cli, runner, work, args)
 

@@ -28,7 +28,9 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import sweep_run  # noqa: E402  (bench/sweep_run.py: write the spec, run it, time it)
 
 QUICK = {
     "base": {"data": {"name": "synthetic-linear", "samples": 4096, "test_samples": 1024},
@@ -67,18 +69,7 @@ def full_grid(search):
 
 
 def run_study(cli, runner, work, name, spec, slots):
-    path = os.path.join(work, name + ".json")
-    with open(path, "w") as f:
-        json.dump(spec, f)
-    db = os.path.join(work, name + ".db")
-    start = time.monotonic()
-    done = subprocess.run([cli, "--db", db, "sweep", "run", path, "--runs-dir",
-                           os.path.join(work, "runs-" + name), "--runner", runner,
-                           "--slots", str(slots)], capture_output=True, text=True)
-    wall = time.monotonic() - start
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr[-3000:])
-        raise SystemExit(f"prune_bench: sweep {name} exited {done.returncode}")
+    wall, db = sweep_run.run_sweep(cli, runner, work, name, spec, slots, who="prune_bench")
     crit = subprocess.run([cli, "--db", db, "analyze", "crit", "--sweep", spec["name"],
                            "--format", "json"], capture_output=True, text=True)
     if crit.returncode != 0:
@@ -107,8 +98,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--slots", type=int, default=2)
     args = ap.parse_args()
-    cli = os.path.join(args.build, "cli", "batchlab")
-    runner = os.path.join(args.build, "runner", "batchlab-runner")
+    cli, runner = sweep_run.tools(args.build)
     problem = QUICK if args.quick else FULL
     search = problem["search"]
     grid = full_grid(search)

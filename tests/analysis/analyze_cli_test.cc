@@ -144,6 +144,14 @@ TEST_F(AnalyzeCliTest, ParetoListsFrontierRuns) {
   nlohmann::json j = Json("analyze pareto --sweep synthetic");
   const auto& f = j["pareto"]["frontier"];
   ASSERT_FALSE(f.empty());
+  // Every run stored flops_per_step = 6 P B on its start line: the frontier is in FLOPs.
+  EXPECT_EQ(j["pareto"]["compute_unit"], "FLOPs");
+  for (const auto& run : f) {
+    const double flops = SyntheticSweep::FlopsPerStep(truth_, run["batch_size"].get<int64_t>());
+    EXPECT_DOUBLE_EQ(run["compute"].get<double>(), run["step"].get<double>() * flops);
+    EXPECT_DOUBLE_EQ(run["rank_seconds"].get<double>(),
+                     run["seconds"].get<double>() * run["world_size"].get<double>());
+  }
   for (size_t i = 1; i < f.size(); ++i) {
     EXPECT_LE(f[i - 1]["seconds"].get<double>(), f[i]["seconds"].get<double>());
     EXPECT_GT(f[i - 1]["compute"].get<double>(), f[i]["compute"].get<double>());

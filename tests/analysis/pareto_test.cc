@@ -68,7 +68,7 @@ TEST(ParetoTest, PointsOfHitsKeepOnlyReachedRuns) {
   TargetHit diverged;
   diverged.run_id = "r2";
   diverged.status = HitStatus::kDiverged;
-  std::vector<ParetoPoint> pts = ParetoPointsOf({reached, diverged});
+  std::vector<ParetoPoint> pts = ParetoPointsOf({reached, diverged}, ComputeUnit::kRankSeconds);
   ASSERT_EQ(pts.size(), 1u);
   EXPECT_EQ(pts[0].id, "r1");
   EXPECT_EQ(pts[0].compute, 8);

@@ -192,16 +192,24 @@ TEST_F(CliBehaviourTest, TargetCountsAddUp) {
 }
 
 TEST_F(CliBehaviourTest, RecommendPicksTheClosedFormOptimum) {
-  // One rank: time to target S(B) (c B + o) with S = S_min (1 + B_noise/B) is least at
-  // B* = sqrt(o B_noise / c) = sqrt(2e-3 · 200 / 1e-4) ≈ 63 -> B=64 on the grid, at lr 0.1.
+  // Every run stored flops_per_step = 6 P B, so compute is in FLOPs: S(B) · 6 P B with
+  // S = S_min (1 + B_noise/B) is 6 P S_min (B + B_noise), least at the smallest batch (B=32, at
+  // lr 0.1); FLOPs do not depend on the rank count, so the tie goes to the fastest: per step
+  // c B/K + o + 2(K-1) alpha + 2(K-1)/K n/beta is 5.2 ms on 1 rank, 4.31 ms on 2, 4.16 ms on 4.
   const Result r = Run("analyze recommend --sweep synthetic --prefer compute --format json");
   ASSERT_EQ(r.code, 0) << r.err;
-  const nlohmann::json j = nlohmann::json::parse(r.out)["recommendation"]["measured"];
-  EXPECT_EQ(j["choice"]["batch_size"], 64) << j.dump(2);
-  EXPECT_EQ(j["choice"]["ranks"], 1);
+  const nlohmann::json rec = nlohmann::json::parse(r.out)["recommendation"];
+  EXPECT_EQ(rec["compute_unit"], "FLOPs") << rec.dump(2);
+  const nlohmann::json& j = rec["measured"];
+  EXPECT_EQ(j["choice"]["batch_size"], 32) << j.dump(2);
+  EXPECT_EQ(j["choice"]["ranks"], 4);
+  EXPECT_DOUBLE_EQ(j["choice"]["compute"].get<double>(),
+                   j["choice"]["steps"].get<double>() *
+                       analysis::testing::SyntheticSweep::FlopsPerStep(truth_, 32));
   EXPECT_EQ(j["baseline"]["batch_size"], 32);
   const Result text = Run("analyze recommend --sweep synthetic --prefer compute");
-  EXPECT_NE(text.out.find("B=64 on 1 rank:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("B=32 on 4 ranks:"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" FLOPs)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("PROJECTION (ib-100g"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("(B_crit)"), std::string::npos) << text.out;
   EXPECT_EQ(Run("analyze recommend --sweep synthetic --prefer fast").code, 2);

@@ -88,7 +88,9 @@ TEST_F(LiveViewTest, StatusShowsEachRunningRunAndWatchFollowsTheSweepToItsEnd) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_EQ(rows, 2) << seen;
-  EXPECT_NE(seen.find("run              state"), std::string::npos) << seen;
+  // The header and rule of the CLI's one table writer (16-character run ids, two spaces apart).
+  EXPECT_NE(seen.find("\nrun               state"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("\n----------------  ----"), std::string::npos) << seen;
   EXPECT_NE(seen.find("2 running"), std::string::npos) << seen;
   EXPECT_EQ(seen.find("-0"), std::string::npos) << seen;
 

@@ -31,6 +31,21 @@ TEST(LrSearchTest, CoarseGridIsLogSpacedWithBothEnds) {
   EXPECT_EQ(RoundLr(0.0316227766), 0.03162);
 }
 
+TEST(LrSearchTest, StartOrderIsTheCoarseGridFromItsMiddleOutRefinementsFirst) {
+  const LrSearch even = Search(0.001, 1, 4, 2);  // 0.001 0.01 0.1 1
+  EXPECT_EQ(LrStartRank(even, 0.01), 0);         // equally central: the smaller first
+  EXPECT_EQ(LrStartRank(even, 0.1), 1);
+  EXPECT_EQ(LrStartRank(even, 0.001), 2);
+  EXPECT_EQ(LrStartRank(even, 1), 3);
+  EXPECT_EQ(LrStartRank(even, 0.03162), 0);      // a refinement: as soon as it exists
+  const LrSearch odd = Search(0.0001, 1, 5, 2);  // 0.0001 0.001 0.01 0.1 1
+  EXPECT_EQ(LrStartRank(odd, 0.01), 0);
+  EXPECT_EQ(LrStartRank(odd, 0.001), 1);
+  EXPECT_EQ(LrStartRank(odd, 0.1), 2);
+  EXPECT_EQ(LrStartRank(odd, 0.0001), 3);
+  EXPECT_EQ(LrStartRank(odd, 1), 4);
+}
+
 TEST(LrSearchTest, BestIsFewestMeanStepsThenTheSmallerLr) {
   EXPECT_EQ(BestLr({{0.1, 300}, {0.01, 200}, {1, std::nullopt}}), 0.01);
   EXPECT_EQ(BestLr({{0.1, 200}, {0.01, 200}}), 0.01);

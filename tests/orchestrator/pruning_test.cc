@@ -73,6 +73,41 @@ TEST(PruneBookTest, ASeedThatMissedTheTargetRulesOutItsConfiguration) {
   EXPECT_FALSE(book.WhyPrune(3));  // no group: never pruned
 }
 
+TEST(PruneBookTest, ABarExistsOnceAnotherConfigurationHasEverySeedAtTheTarget) {
+  PruneBook book;
+  book.Add("B", "a", "a1");
+  book.Add("B", "a", "a2");
+  book.Add("B", "b", "b1");
+  book.Add("C", "c", "c1");
+  book.Add("", "d", "no-target");
+  EXPECT_FALSE(book.HasBar(2));
+  book.SetReached(0, 50);
+  EXPECT_FALSE(book.HasBar(2));  // a2 has not reached it yet: no bar
+  book.SetReached(1, 70);
+  EXPECT_TRUE(book.HasBar(2));
+  EXPECT_FALSE(book.HasBar(0));  // reached runs have nothing left to prune
+  EXPECT_FALSE(book.HasBar(3));  // another batch size's group
+  EXPECT_FALSE(book.HasBar(4));  // no group: never pruned
+}
+
+TEST(PruneBookTest, ARunWouldStartBlindWhileItsGroupRunsWithoutABar) {
+  PruneBook book;
+  book.Add("B", "a", "a1");
+  book.Add("B", "b", "b1");
+  book.Add("B", "c", "c1");
+  book.Add("C", "d", "d1");
+  book.Add("", "e", "no-target");
+  EXPECT_FALSE(book.WouldStartBlind(1));  // nothing of its group in flight
+  book.SetRunning(0, -1);
+  EXPECT_TRUE(book.WouldStartBlind(1));
+  EXPECT_FALSE(book.WouldStartBlind(3));  // another group
+  EXPECT_FALSE(book.WouldStartBlind(4));  // no group
+  EXPECT_TRUE(book.SameGroup(1, 2));
+  EXPECT_FALSE(book.SameGroup(1, 3));
+  book.SetReached(0, 40);
+  EXPECT_FALSE(book.WouldStartBlind(1));  // a bar now: started, it can be stopped at 40
+}
+
 // ---- The claim, on random studies. ----
 
 struct SimRun {

@@ -39,6 +39,18 @@ TEST(SchedulerTest, BackoffDelaysAJob) {
   EXPECT_EQ(q.TakeStartable(1, 5.0), std::vector<int>({0}));
 }
 
+TEST(SchedulerTest, DeferredJobsGoLastButNeverLeaveASlotIdle) {
+  LptQueue q(2);
+  q.Add({0, 1, 9.0, 0});
+  q.Add({1, 1, 8.0, 0});
+  q.Add({2, 1, 7.0, 0});
+  auto defer_0_and_1 = [](int key) { return key != 2; };
+  // Job 2 first although it is the shortest; the second slot takes the longest deferred one.
+  EXPECT_EQ(q.TakeStartable(2, 0, defer_0_and_1), std::vector<int>({2, 0}));
+  EXPECT_EQ(q.TakeStartable(1, 0, [](int) { return true; }), std::vector<int>({1}));
+  EXPECT_TRUE(q.empty());
+}
+
 TEST(SchedulerTest, LowerBound) {
   std::vector<QueuedJob> jobs = {{0, 1, 10, 0}, {1, 1, 2, 0}, {2, 2, 3, 0}};
   EXPECT_DOUBLE_EQ(MakespanLowerBound(jobs, 2), 10.0);  // longest dominates

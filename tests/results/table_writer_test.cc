@@ -1,6 +1,8 @@
 // The one table/CSV/JSON writer of the CLI on rows held as text (the analysis tables use it).
 #include "results/table_writer.h"
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -40,8 +42,25 @@ TEST(TableWriterTest, FixedStyleKeepsFourSignificantDigits) {
   EXPECT_EQ(lines[2], "  0.5000");  // width of "0.001250"
   EXPECT_EQ(lines[3], "   912.5");
   EXPECT_EQ(lines[4], "0.001250");
-  EXPECT_EQ(FormatReal(123456789.0), "1.235e+08");
-  EXPECT_EQ(FormatReal(0), "0");
+  // A value that needs it makes the whole column scientific; zero stays "0".
+  const std::vector<std::string> big =
+      Lines(FormatRows({"x"}, {{"123456789.0"}, {"0.0"}}, OutputFormat::kTable));
+  EXPECT_EQ(big[2], "1.235e+08");
+  EXPECT_EQ(big[3], "        0");
+}
+
+TEST(TableWriterTest, FormatNumberIsTheShortestFormWithSignificantDigits) {
+  EXPECT_EQ(FormatNumber(912.5), "912.5");
+  EXPECT_EQ(FormatNumber(0.85, 3), "0.85");
+  EXPECT_EQ(FormatNumber(125000), "1.25e+05");
+  EXPECT_EQ(FormatNumber(2.0 / 3.0), "0.6667");
+  EXPECT_EQ(FormatNumber(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(FormatNumber(std::nan("")), "nan");
+  // Its cells read in the table's one column style: shortest text, one aligned column.
+  const std::vector<std::string> lines =
+      Lines(FormatRows({"x"}, {{FormatNumber(0.5)}, {FormatNumber(912.5)}}, OutputFormat::kTable));
+  EXPECT_EQ(lines[2], "0.5000");
+  EXPECT_EQ(lines[3], " 912.5");
 }
 
 TEST(TableWriterTest, HexIdsAndPercentagesAreNotReformatted) {
