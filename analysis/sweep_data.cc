@@ -136,7 +136,8 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
   // Rows arrive in (run, seq) order, which is step order for the runner's lines; sort anything
   // else (a stable sort keeps equal steps in seq order).
   for (RunData& r : sweep.runs) {
-    for (auto& [n, s] : r.metrics) {
+    for (auto& entry : r.metrics) {
+      Series& s = entry.second;  // not a structured binding: C++17 lambdas cannot capture one
       if (std::is_sorted(s.steps.begin(), s.steps.end())) continue;
       std::vector<size_t> idx(s.size());
       std::iota(idx.begin(), idx.end(), 0);
