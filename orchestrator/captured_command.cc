@@ -20,7 +20,8 @@ StatusOr<CommandResult> RunCapturedCommand(const std::vector<std::string>& argv,
     if (exe.empty()) return UnavailableError(fmt::format("`{}` is not in PATH", argv[0]));
   }
   bp::environment e = boost::this_process::environment();
-  for (const auto& [k, v] : env) e[k] = v;
+  // set(), not operator[]: Boost 1.74's environment::find reads past shorter entries (ASan).
+  for (const auto& [k, v] : env) e.set(k, v);
   std::vector<std::string> args(argv.begin() + 1, argv.end());
   try {
     boost::asio::io_context ios;

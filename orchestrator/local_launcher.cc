@@ -130,10 +130,11 @@ class LocalLauncher final : public Launcher {
       args = MpirunArguments(settings_, request, geteuid() == 0, cores > 0 ? cores : 1);
     }
     bp::environment env = boost::this_process::environment();
-    for (const auto& [k, v] : overrides_) env[k] = v;
-    for (const auto& [k, v] : request.env) env[k] = v;
+    // set(), not operator[]: Boost 1.74's environment::find reads past shorter entries (ASan).
+    for (const auto& [k, v] : overrides_) env.set(k, v);
+    for (const auto& [k, v] : request.env) env.set(k, v);
     const std::string dir = request.attempt_dir;
-    env[kAttemptDirVariable] = dir;  // tags every process of the job (job_processes.h)
+    env.set(kAttemptDirVariable, dir);  // tags every process of the job (job_processes.h)
     const std::string workdir = request.workdir.empty() ? dir : request.workdir;
     try {
       bp::child child(exe, bp::args(args), env,

@@ -66,7 +66,7 @@ class HostileSpecsTest : public ::testing::Test {
     const std::string err_path = dir_.File("stderr.txt");
     std::remove(err_path.c_str());  // boost.process opens without truncating
     bp::environment env = boost::this_process::environment();
-    env["FAKE_RUNNER_PID_DIR"] = Pids();  // a launched fake rank would leave its pid file
+    env.set("FAKE_RUNNER_PID_DIR", Pids());  // a launched fake rank would leave its pid file
     std::vector<std::string> all = {"--db", Db()};
     all.insert(all.end(), args.begin(), args.end());
     bp::child c(BATCHLAB_BIN, bp::args(all), env, bp::std_out > bp::null, bp::std_err > err_path,
