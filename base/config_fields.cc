@@ -39,6 +39,11 @@ struct D : Field {
     users_own_object = true;
     return std::move(*this);
   }
+  // An integer field that also accepts these names (e.g. a rank or "random").
+  D&& Named(std::vector<std::string> names) && {
+    allowed = std::move(names);
+    return std::move(*this);
+  }
   D&& Required() && {
     required = true;
     return std::move(*this);
@@ -258,6 +263,33 @@ Field Declare() {
                   Int("timeout_seconds", 1, kMaxSeconds)
                       .Def(300)
                       .Means("a collective taking longer fails the run"),
+                  Enum("sync", {"allreduce", "lag", "local_sgd", "async_ps", "backup"})
+                      .Def("allreduce")
+                      .Means("how ranks combine their work (docs/sync.md): allreduce of "
+                             "gradients every step; lag (one-step-stale gradients); local_sgd "
+                             "(average parameters every sync_every steps); async_ps (rank 0 a "
+                             "parameter server); backup (drop the last backup_workers gradients)"),
+                  Int("sync_every", 1, kMaxSpecInteger)
+                      .Def(4)
+                      .Means("local_sgd: steps between parameter averages (H)"),
+                  Int("backup_workers", 0, kMaxWorldSize)
+                      .Def(1)
+                      .Means("backup: gradients dropped per step (the slowest; < world_size)"),
+                  Obj("straggler",
+                      {
+                          Int("rank", 0, kMaxWorldSize)
+                              .Named({"random"})
+                              .Required()
+                              .Means("the slow rank, or \"random\": one rank drawn per step"),
+                          Num("delay_ms", 0, kMaxSeconds * 1000)
+                              .Required()
+                              .Means("extra compute time per delayed step, in milliseconds"),
+                          Num("probability", 0, 1).Def(1.0).Means(
+                              "the chance that a step is delayed"),
+                      },
+                      Type::kObjectOrNull)
+                      .Def(nullptr)
+                      .Means("null (default) or rank/delay_ms/probability: emulate a slow rank"),
               })
               .Builtin()
               .Means("the built-in runner's communication"),
@@ -332,7 +364,8 @@ json FillBelow(const Field& f, json config, bool builtin_runner) {
     if (c.reader == Reader::kBuiltinRunner && !builtin_runner) continue;
     auto it = config.find(c.name);
     if (it != config.end()) {
-      if (c.type == Type::kObject && !c.default_value.has_value() && it->is_object()) {
+      // A given object gets its children's defaults (e.g. comm.straggler.probability).
+      if (c.IsObject() && it->is_object()) {
         *it = FillBelow(c, std::move(*it), builtin_runner);
       }
     } else if (c.default_value.has_value()) {

@@ -103,6 +103,7 @@ class GlooWork : public Work {
         divide_by_(divide_by) {}
 
   void Wait(std::chrono::milliseconds timeout) override {
+    if (done_) return;
     try {
       work_->wait(timeout);
     } catch (const std::exception& e) {
@@ -110,10 +111,21 @@ class GlooWork : public Work {
                       std::string(what_) + " (timeout " + std::to_string(timeout.count()) + " ms)",
                       e.what());
     }
-    if (divide_by_ != 1.0) tensor_.div_(divide_by_);
+    Finish();
+  }
+
+  bool Test() override {
+    if (!done_ && work_->isCompleted()) Wait(std::chrono::milliseconds(0));
+    return done_;
   }
 
  private:
+  void Finish() {
+    done_ = true;
+    if (divide_by_ != 1.0) tensor_.div_(divide_by_);
+  }
+
+  bool done_ = false;
   c10::intrusive_ptr<c10d::Work> work_;
   const char* what_;
   int rank_;

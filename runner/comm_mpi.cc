@@ -101,12 +101,21 @@ class MpiWork : public Work {
   MpiWork(MPI_Request request, const char* what, torch::Tensor tensor, double divide_by)
       : request_(request), what_(what), tensor_(std::move(tensor)), divide_by_(divide_by) {}
 
+  bool Test() override {
+    if (!done_) {
+      int done = 0;
+      BATCHLAB_MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
+      if (!done) return false;
+      done_ = true;
+      if (divide_by_ != 1.0) tensor_.div_(divide_by_);
+    }
+    return true;
+  }
+
   void Wait(std::chrono::milliseconds timeout) override {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int done = 0;
     for (int polls = 0;; ++polls) {
-      BATCHLAB_MPI_CHECK(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
-      if (done) break;
+      if (Test()) return;
       if (std::chrono::steady_clock::now() >= deadline) {
         std::ostringstream msg;
         msg << "mpi: " << what_ << " timed out after " << timeout.count() << " ms on rank "
@@ -121,10 +130,10 @@ class MpiWork : public Work {
         std::this_thread::sleep_for(std::chrono::microseconds(polls < 1024 ? 20 : 200));
       }
     }
-    if (divide_by_ != 1.0) tensor_.div_(divide_by_);
   }
 
  private:
+  bool done_ = false;
   MPI_Request request_;
   const char* what_;
   torch::Tensor tensor_;
@@ -171,6 +180,22 @@ std::unique_ptr<Work> MpiCommunicator::Broadcast(torch::Tensor& tensor, int root
   BATCHLAB_MPI_CHECK(MPI_Ibcast(tensor.data_ptr(), static_cast<int>(tensor.numel()),
                                 MpiTypeOf(tensor), root, comm_, &request));
   return std::make_unique<MpiWork>(request, "broadcast", tensor, 1.0);
+}
+
+std::unique_ptr<Work> MpiCommunicator::Send(const torch::Tensor& tensor, int to, int tag) {
+  CheckTensor(tensor, "send");
+  MPI_Request request;
+  BATCHLAB_MPI_CHECK(MPI_Isend(tensor.data_ptr(), static_cast<int>(tensor.numel()),
+                               MpiTypeOf(tensor), to, tag, comm_, &request));
+  return std::make_unique<MpiWork>(request, "send", tensor, 1.0);
+}
+
+std::unique_ptr<Work> MpiCommunicator::Recv(torch::Tensor& tensor, int from, int tag) {
+  CheckTensor(tensor, "recv");
+  MPI_Request request;
+  BATCHLAB_MPI_CHECK(MPI_Irecv(tensor.data_ptr(), static_cast<int>(tensor.numel()),
+                               MpiTypeOf(tensor), from, tag, comm_, &request));
+  return std::make_unique<MpiWork>(request, "recv", tensor, 1.0);
 }
 
 void MpiCommunicator::Abandon() { g_skip_finalize = true; }

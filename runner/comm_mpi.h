@@ -37,6 +37,8 @@ class MpiCommunicator : public Communicator {
   std::unique_ptr<Work> Allreduce(torch::Tensor& tensor, ReduceOp op) override;
   std::unique_ptr<Work> Broadcast(torch::Tensor& tensor, int root) override;
   std::unique_ptr<Work> Barrier() override;
+  std::unique_ptr<Work> Send(const torch::Tensor& tensor, int to, int tag) override;
+  std::unique_ptr<Work> Recv(torch::Tensor& tensor, int from, int tag) override;
   void Abandon() override;  // skip MPI_Finalize at exit (also done after any MPI error)
 
  private:

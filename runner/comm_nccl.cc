@@ -90,6 +90,8 @@ class NcclWork : public Work {
     }
   }
 
+  bool Test() override { return cudaEventQuery(done_) == cudaSuccess; }
+
  private:
   cudaEvent_t done_;
   ncclComm_t comm_;

@@ -63,6 +63,16 @@ RankInfo RankInfoFromEnvironment() {
   return info;
 }
 
+std::unique_ptr<Work> Communicator::Send(const torch::Tensor&, int, int) {
+  throw BadConfig(std::string("comm.backend: \"") + backend() +
+                  "\" has no point-to-point messages, which comm.sync async_ps and backup need; "
+                  "use \"mpi\"");
+}
+
+std::unique_ptr<Work> Communicator::Recv(torch::Tensor& tensor, int from, int tag) {
+  return Send(tensor, from, tag);  // the same message
+}
+
 std::string BuiltBackends() {
 #ifdef BATCHLAB_WITH_NCCL
   return "mpi, gloo, nccl";

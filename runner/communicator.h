@@ -12,7 +12,9 @@
 #define BATCHLAB_RUNNER_COMMUNICATOR_H_
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <torch/types.h>
@@ -29,6 +31,8 @@ class Work {
  public:
   virtual ~Work() = default;
   virtual void Wait(std::chrono::milliseconds timeout) = 0;
+  // True once the operation has completed (then Wait returns at once); never blocks.
+  virtual bool Test() = 0;
 };
 
 class Communicator {
@@ -42,6 +46,12 @@ class Communicator {
   virtual std::unique_ptr<Work> Allreduce(torch::Tensor& tensor, ReduceOp op) = 0;
   virtual std::unique_ptr<Work> Broadcast(torch::Tensor& tensor, int root) = 0;
   virtual std::unique_ptr<Work> Barrier() = 0;
+
+  // Point to point, for the parameter-server modes (comm.sync async_ps, backup): messages from
+  // one rank to another with the same tag arrive in order. Only the mpi backend has them; the
+  // others throw RunnerError (bad config) naming comm.backend.
+  virtual std::unique_ptr<Work> Send(const torch::Tensor& tensor, int to, int tag);
+  virtual std::unique_ptr<Work> Recv(torch::Tensor& tensor, int from, int tag);
 
   // Call on a rank that is about to exit because of an error, so that its peers fail fast
   // instead of waiting out their collective timeouts. mpi: the process will exit without
@@ -66,6 +76,18 @@ struct CommConfig {
   // named after the launcher's job id: single node only; set DefaultRendezvous(metrics_path))
   std::string rendezvous = config::Default<std::string>("comm.rendezvous");
   int timeout_seconds = config::Default<int>("comm.timeout_seconds");
+  // How ranks combine their work (runner/sync/sync_mode.h): allreduce | lag | local_sgd |
+  // async_ps | backup.
+  std::string sync = config::Default<std::string>("comm.sync");
+  int64_t sync_every = config::Default<int64_t>("comm.sync_every");          // local_sgd: H
+  int64_t backup_workers = config::Default<int64_t>("comm.backup_workers");  // backup: b
+  struct Straggler {
+    int64_t rank = kRandomRank;  // the slow rank, or kRandomRank: one drawn per step
+    double delay_ms = 0;
+    double probability = config::Default<double>("comm.straggler.probability");
+    static constexpr int64_t kRandomRank = -1;  // "random" in the config
+  };
+  std::optional<Straggler> straggler;  // null: no emulated straggler
 };
 
 // Builds the named backend; throws RunnerError (bad config) for an unknown or not-built backend.

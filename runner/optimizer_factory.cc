@@ -56,3 +56,38 @@ void SetLearningRate(torch::optim::Optimizer& optimizer, double lr) {
 }
 
 }  // namespace batchlab::runner
+
+namespace batchlab::runner {
+
+std::vector<torch::Tensor> OptimizerStateTensors(torch::optim::Optimizer& optimizer,
+                                                 const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  auto add = [&out](const torch::Tensor& t) {
+    if (t.defined()) out.push_back(t);
+  };
+  auto& state = optimizer.state();
+  for (const torch::Tensor& p : params) {
+    auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    if (it == state.end()) continue;
+    torch::optim::OptimizerParamState* s = it->second.get();
+    if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(s)) {
+      add(sgd->momentum_buffer());
+    } else if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(s)) {
+      add(adam->exp_avg());
+      add(adam->exp_avg_sq());
+      add(adam->max_exp_avg_sq());
+    } else if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(s)) {
+      add(adamw->exp_avg());
+      add(adamw->exp_avg_sq());
+      add(adamw->max_exp_avg_sq());
+    } else if (auto* lars = dynamic_cast<LarsParamState*>(s)) {
+      add(lars->momentum_buffer());
+    } else if (auto* lamb = dynamic_cast<LambParamState*>(s)) {
+      add(lamb->exp_avg());
+      add(lamb->exp_avg_sq());
+    }
+  }
+  return out;
+}
+
+}  // namespace batchlab::runner

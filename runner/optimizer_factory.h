@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -37,6 +38,11 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
     double initial_lr);
 
 void SetLearningRate(torch::optim::Optimizer& optimizer, double lr);
+
+// The optimizer's per-parameter state tensors (momentum buffers, Adam/LAMB moments), in parameter
+// order; empty before the first step. local_sgd averages them with the parameters.
+std::vector<torch::Tensor> OptimizerStateTensors(torch::optim::Optimizer& optimizer,
+                                                 const std::vector<torch::Tensor>& params);
 
 }  // namespace batchlab::runner
 

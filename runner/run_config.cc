@@ -163,6 +163,27 @@ const std::vector<Binding>& Bindings() {
       Bind(
           "comm.timeout_seconds", [](auto& c) -> auto& { return c.comm.timeout_seconds; }),
       Bind(
+          "comm.sync", [](auto& c) -> auto& { return c.comm.sync; }),
+      Bind(
+          "comm.sync_every", [](auto& c) -> auto& { return c.comm.sync_every; }),
+      Bind(
+          "comm.backup_workers", [](auto& c) -> auto& { return c.comm.backup_workers; }),
+      // Read only when comm.straggler is an object (ParseRunConfig creates it first).
+      {"comm.straggler.rank",
+       [](const json& v, RunConfig& c) {
+         c.comm.straggler->rank =
+             v.is_string() ? CommConfig::Straggler::kRandomRank : v.get<int64_t>();
+       },
+       [](const RunConfig& c) -> std::optional<json> {
+         const int64_t rank = c.comm.straggler->rank;
+         return rank == CommConfig::Straggler::kRandomRank ? json("random") : json(rank);
+       }},
+      Bind(
+          "comm.straggler.delay_ms", [](auto& c) -> auto& { return c.comm.straggler->delay_ms; }),
+      Bind(
+          "comm.straggler.probability",
+          [](auto& c) -> auto& { return c.comm.straggler->probability; }),
+      Bind(
           "gns.every_steps", [](auto& c) -> auto& { return c.gns_every_steps; }),
       Bind(
           "divergence_factor", [](auto& c) -> auto& { return c.divergence_factor; }),
@@ -176,7 +197,14 @@ const std::vector<Binding>& Bindings() {
   return bindings;
 }
 
+// The fields below an object that may be null (target, comm.straggler): read and written only
+// when the object is there.
 bool IsTargetField(const std::string& path) { return path.rfind("target.", 0) == 0; }
+bool IsStragglerField(const std::string& path) { return path.rfind("comm.straggler.", 0) == 0; }
+bool Absent(const std::string& path, const RunConfig& c) {
+  return (IsTargetField(path) && !c.target.has_value()) ||
+         (IsStragglerField(path) && !c.comm.straggler.has_value());
+}
 
 // The value at a dotted path of `root`; nullptr if absent (or below a null object).
 const json* At(const json& root, const std::string& path) {
@@ -230,6 +258,31 @@ void CheckCombinations(const json& j, RunConfig& c) {
     throw BadConfig(
         "precision: \"fp16\" needs a CUDA device and this runner trains on the CPU; "
         "use \"fp32\" or \"bf16\"");
+  }
+}
+
+// comm.sync against the world it runs in (docs/sync.md).
+void CheckSync(const RunConfig& c) {
+  const CommConfig& m = c.comm;
+  const std::string world = std::to_string(c.world_size);
+  if (m.sync == "backup" && m.backup_workers >= c.world_size) {
+    throw BadConfig("comm.backup_workers: " + std::to_string(m.backup_workers) +
+                    " would drop every gradient of " + world +
+                    " ranks; use fewer than world_size (0 = plain synchronous)");
+  }
+  if (m.sync == "async_ps" && c.world_size < 2) {
+    throw BadConfig(
+        "comm.sync: \"async_ps\" needs a parameter server and at least one worker; "
+        "use 2 or more ranks (nodes x ranks_per_node)");
+  }
+  if ((m.sync == "async_ps" || m.sync == "backup") && m.backend != "mpi") {
+    throw BadConfig("comm.backend: \"" + m.backend + "\" cannot carry comm.sync \"" + m.sync +
+                    "\" (it needs point-to-point messages); use \"mpi\"");
+  }
+  if (m.straggler && m.straggler->rank >= c.world_size) {
+    throw BadConfig("comm.straggler.rank: " + std::to_string(m.straggler->rank) +
+                    " is not a rank of " + world + "; use 0.." + std::to_string(c.world_size - 1) +
+                    " or \"random\"");
   }
 }
 
@@ -288,12 +341,15 @@ RunConfig ParseRunConfig(const json& j, int64_t world_size) {
   RunConfig c;
   const json* target = At(full, "target");
   if (target != nullptr && target->is_object()) c.target.emplace();
+  const json* straggler = At(full, "comm.straggler");
+  if (straggler != nullptr && straggler->is_object()) c.comm.straggler.emplace();
   for (const Binding& b : Bindings()) {
-    if (IsTargetField(b.path) && !c.target.has_value()) continue;
+    if (Absent(b.path, c)) continue;
     if (const json* v = At(full, b.path)) b.read(*v, c);
   }
   Derive(j, world_size, c);
   CheckCombinations(j, c);
+  CheckSync(c);
   return c;
 }
 
@@ -314,8 +370,9 @@ RunConfig LoadRunConfig(const std::string& path, int64_t world_size) {
 json RunConfigToJson(const RunConfig& c) {
   json out = json::object();
   out["target"] = nullptr;
+  out["comm"]["straggler"] = nullptr;
   for (const Binding& b : Bindings()) {
-    if (IsTargetField(b.path) && !c.target.has_value()) continue;
+    if (Absent(b.path, c)) continue;
     std::optional<json> v = b.write(c);
     if (!v.has_value()) continue;
     std::string pointer = "/" + b.path;

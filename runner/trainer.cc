@@ -11,6 +11,9 @@
 #include "runner/gradient_buckets.h"
 #include "runner/optimizer_factory.h"
 #include "runner/runner_error.h"
+#include "runner/sync/flat_tensors.h"
+#include "runner/sync/lagged_gradient.h"
+#include "runner/sync/parameter_average.h"
 
 namespace batchlab::runner {
 namespace {
@@ -92,20 +95,33 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   params_ = model_->parameters();
   param_count_ = model_->ParameterCount();
   precision_ = ParsePrecision(config_.precision);
-  if (world_ == 1) {
-    BindGradientsToFlatBuffer();
-  } else {
+  const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
+  if (world_ > 1 && config_.comm.sync == "allreduce") {
     stats_ = torch::zeros({kStatSlots}, torch::TensorOptions().requires_grad(true));
     stats_.mutable_grad() = torch::zeros({kStatSlots});
     std::vector<torch::Tensor> bucketed = params_;
     bucketed.push_back(stats_);  // last, so the model's gradients keep their natural order
     buckets_ = std::make_unique<GradientBuckets>(bucketed, config_.comm.bucket_mb);
-    buckets_->BroadcastParameters(*comm_, std::chrono::seconds(config_.comm.timeout_seconds));
+    buckets_->BroadcastParameters(*comm_, timeout);
+  } else {
+    BindGradientsToFlatBuffer();
+    if (world_ > 1) {  // every rank starts from rank 0's weights
+      torch::Tensor flat = FlatParameters();
+      comm_->Broadcast(flat, 0)->Wait(timeout);
+      UnpackFrom(flat, params_);
+    }
   }
 
-  sampler_ = std::make_unique<ShardSampler>(data_.train_size(), config_.seed, rank_, world_,
+  // async_ps: rank 0 serves, ranks 1..K-1 read the data as K-1 ranks would (so one worker reads
+  // it as a one-rank run does), and a step is one worker's update of its local batch.
+  const bool async_ps = config_.comm.sync == "async_ps";
+  const int shard_rank = async_ps ? std::max(rank_ - 1, 0) : rank_;
+  const int shards = async_ps ? world_ - 1 : world_;
+  sampler_ = std::make_unique<ShardSampler>(data_.train_size(), config_.seed, shard_rank, shards,
                                             config_.local_batch_size);
-  const int64_t spe = sampler_->steps_per_epoch();
+  samples_per_step_ = async_ps ? config_.local_batch_size : config_.batch_size;
+  straggler_ = std::make_unique<Straggler>(config_.comm.straggler, config_.seed, rank_, world_);
+  const int64_t spe = async_ps ? sampler_->steps_per_epoch() * shards : sampler_->steps_per_epoch();
   const BudgetConfig& b = config_.budget;
   auto limit = [&](int64_t steps) {
     steps = std::max<int64_t>(steps, 1);
@@ -113,7 +129,7 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   };
   if (b.steps > 0) limit(b.steps);
   if (b.epochs > 0) limit(static_cast<int64_t>(std::llround(b.epochs * static_cast<double>(spe))));
-  if (b.samples > 0) limit((b.samples + config_.batch_size - 1) / config_.batch_size);
+  if (b.samples > 0) limit((b.samples + samples_per_step_ - 1) / samples_per_step_);
 
   lr_ = std::make_unique<LrSchedule>(config_.lr, config_.batch_size, total_steps_, spe);
   optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));
@@ -142,7 +158,7 @@ void Trainer::BindGradientsToFlatBuffer() {
 }
 
 void Trainer::ZeroGradients() {
-  if (world_ == 1) {
+  if (grads_.defined()) {
     grads_.zero_();
     return;
   }
@@ -150,7 +166,7 @@ void Trainer::ZeroGradients() {
 }
 
 double Trainer::GradSquaredNorm() {
-  if (world_ == 1) return grads_.dot(grads_).item<double>();
+  if (grads_.defined()) return grads_.dot(grads_).item<double>();
   double sum = 0;
   for (auto& p : params_) {
     const torch::Tensor g = p.grad().reshape({-1});
@@ -223,11 +239,12 @@ double Trainer::ComputeGradients(bool measure_micro) {
   return loss_sum / static_cast<double>(m);
 }
 
-EvalResult Trainer::Evaluate() {
+EvalResult Trainer::Evaluate(bool collective) {
   torch::NoGradGuard no_grad;
   const int64_t n = config_.eval_subset > 0 ? std::min(config_.eval_subset, data_.test_size())
                                             : data_.test_size();
-  const int64_t begin = n * rank_ / world_, end = n * (rank_ + 1) / world_;
+  const int64_t share = collective ? world_ : 1, index = collective ? rank_ : 0;
+  const int64_t begin = n * index / share, end = n * (index + 1) / share;
   double loss_sum = 0, correct = 0;
   for (int64_t at = begin; at < end; at += kEvalChunk) {
     const int64_t rows = std::min(kEvalChunk, end - at);
@@ -247,91 +264,210 @@ EvalResult Trainer::Evaluate() {
     }
   }
   torch::Tensor sums = torch::tensor({static_cast<float>(loss_sum), static_cast<float>(correct)});
-  if (world_ > 1) Allreduce(sums, ReduceOp::kSum);
+  if (collective && world_ > 1) Allreduce(sums, ReduceOp::kSum);
   EvalResult r;
   r.loss = sums[0].item<double>() / static_cast<double>(n);
   r.accuracy = sums[1].item<double>() / static_cast<double>(n);
   return r;
 }
 
+bool Trainer::ParameterServerMode() const {
+  return config_.comm.sync == "async_ps" || config_.comm.sync == "backup";
+}
+
+void Trainer::WriteStart() {
+  if (metrics_ == nullptr) return;
+  metrics_->Write({{"kind", "start"},
+                   {"time", UnixTime()},
+                   {"world_size", config_.world_size},
+                   {"batch_size", config_.batch_size},
+                   {"local_batch_size", config_.local_batch_size},
+                   {"accumulation", config_.accumulation},
+                   {"parameters", param_count_},
+                   {"host", HostName()},
+                   {"total_steps", total_steps_},
+                   {"steps_per_epoch", sampler_->steps_per_epoch()},
+                   {"backend", comm_ != nullptr ? comm_->backend() : "none"},
+                   {"sync", config_.comm.sync}});
+}
+
+void Trainer::GatherBatch() {
+  const torch::Tensor rows = sampler_->Next();
+  torch::index_select_out(batch_x_, data_.train_x, 0, rows);
+  torch::index_select_out(batch_y_, data_.train_y, 0, rows);
+}
+
+void Trainer::RecordTarget(double value, double seconds) {
+  Progress& p = progress_;
+  if (config_.target && !p.reached && config_.target->Met(value)) {
+    p.reached = true;
+    p.target_step = step_;
+    p.target_samples = step_ * samples_per_step_;
+    p.target_seconds = seconds;
+  }
+}
+
+void Trainer::EvalAndLog(bool collective) {
+  Progress& p = progress_;
+  p.last_eval = Evaluate(collective);
+  p.last_eval_step = step_;
+  const double seconds = ElapsedSeconds();
+  if (metrics_ != nullptr) {
+    nlohmann::ordered_json line = {{"kind", "eval"},
+                                   {"step", step_},
+                                   {"samples", step_ * samples_per_step_},
+                                   {"seconds", seconds},
+                                   {"test_loss", p.last_eval.loss}};
+    if (data_.classes > 0) line["test_accuracy"] = p.last_eval.accuracy;
+    metrics_->Write(line);
+  }
+  const std::optional<TargetConfig>& target = config_.target;
+  if (target && target->metric == "test_accuracy") RecordTarget(p.last_eval.accuracy, seconds);
+  if (target && target->metric == "test_loss") RecordTarget(p.last_eval.loss, seconds);
+}
+
+bool Trainer::Decide(double loss, bool stop, bool collective_eval) {
+  Progress& p = progress_;
+  if (!p.have_initial_loss) {
+    p.initial_loss = loss;
+    p.have_initial_loss = true;
+  }
+  if (!std::isfinite(loss) || loss > config_.divergence_factor * p.initial_loss) {
+    p.diverged = true;
+    return true;
+  }
+  if (config_.target && config_.target->metric == "loss") RecordTarget(loss, p.elapsed);
+  if (config_.eval_every_steps > 0 && step_ % config_.eval_every_steps == 0) {
+    EvalAndLog(collective_eval);
+  }
+  if (p.reached) return true;
+  if (stop) {
+    p.stopped = true;  // the orchestrator pruned this run: end now, without a final evaluation
+    return true;
+  }
+  return config_.budget.seconds > 0 && p.elapsed >= config_.budget.seconds;
+}
+
+nlohmann::ordered_json Trainer::StepLine(double loss, const SyncFacts& sync) const {
+  const double epoch = ParameterServerMode() && config_.comm.sync == "async_ps"
+                           ? static_cast<double>(step_ * samples_per_step_ / data_.train_size())
+                           : static_cast<double>(sampler_->epoch());
+  return {{"kind", "step"},
+          {"step", step_},
+          {"samples", step_ * samples_per_step_},
+          {"epoch", static_cast<int64_t>(epoch)},
+          {"loss", loss},
+          {"wait_seconds", sync.wait_seconds},
+          {"staleness", sync.staleness},
+          {"effective_batch", sync.effective_batch}};
+}
+
+Outcome Trainer::CurrentOutcome() const {
+  const Progress& p = progress_;
+  if (p.diverged) return Outcome::kDiverged;
+  if (p.reached) return Outcome::kTargetReached;
+  if (p.stopped) return Outcome::kPruned;
+  if (config_.target) return Outcome::kBudgetExhausted;
+  return Outcome::kCompleted;
+}
+
+Outcome Trainer::Finish(bool collective_eval) {
+  Progress& p = progress_;
+  if (!p.diverged && !p.stopped && p.last_eval_step != step_) EvalAndLog(collective_eval);
+  const Outcome outcome = CurrentOutcome();
+  if (metrics_ != nullptr) {
+    const bool have_eval = p.last_eval_step == step_;
+    const bool classification = data_.classes > 0;
+    metrics_->Write(
+        {{"kind", "end"},
+         {"outcome", OutcomeName(outcome)},
+         {"steps", step_},
+         {"samples", step_ * samples_per_step_},
+         {"seconds", ElapsedSeconds()},
+         {"target_step", p.reached ? nlohmann::ordered_json(p.target_step) : nullptr},
+         {"target_samples", p.reached ? nlohmann::ordered_json(p.target_samples) : nullptr},
+         {"target_seconds", NullableNumber(p.reached, p.target_seconds)},
+         {"final_loss", losses_.empty()
+                            ? nlohmann::ordered_json(nullptr)
+                            : NullableNumber(std::isfinite(losses_.back()), losses_.back())},
+         {"final_test_loss", NullableNumber(have_eval, p.last_eval.loss)},
+         {"final_test_accuracy",
+          NullableNumber(have_eval && classification, p.last_eval.accuracy)}});
+  }
+  return outcome;
+}
+
 Outcome Trainer::Run() {
   start_ = Clock::now();
-  if (metrics_ != nullptr) {
-    metrics_->Write({{"kind", "start"},
-                     {"time", UnixTime()},
-                     {"world_size", config_.world_size},
-                     {"batch_size", config_.batch_size},
-                     {"local_batch_size", config_.local_batch_size},
-                     {"accumulation", config_.accumulation},
-                     {"parameters", param_count_},
-                     {"host", HostName()},
-                     {"total_steps", total_steps_},
-                     {"steps_per_epoch", sampler_->steps_per_epoch()},
-                     {"backend", comm_ != nullptr ? comm_->backend() : "none"}});
-  }
-  const bool classification = data_.classes > 0;
-  const std::optional<TargetConfig>& target = config_.target;
-  bool diverged = false, reached = false, stopped = false;
-  int64_t target_step = 0, target_samples = 0;
-  double target_seconds = 0, initial_loss = 0, elapsed = 0;
-  int64_t last_eval_step = -1;
-  EvalResult last_eval;
-  auto record_target = [&](double value) {
-    if (target && !reached && target->Met(value)) {
-      reached = true;
-      target_step = step_;
-      target_samples = step_ * config_.batch_size;
-      target_seconds = elapsed;
-    }
-  };
-  auto eval_and_log = [&]() {
-    last_eval = Evaluate();
-    last_eval_step = step_;
-    elapsed = ElapsedSeconds();
-    if (metrics_ != nullptr) {
-      nlohmann::ordered_json line = {{"kind", "eval"},
-                                     {"step", step_},
-                                     {"samples", step_ * config_.batch_size},
-                                     {"seconds", elapsed},
-                                     {"test_loss", last_eval.loss}};
-      if (classification) line["test_accuracy"] = last_eval.accuracy;
-      metrics_->Write(line);
-    }
-    if (target && target->metric == "test_accuracy") record_target(last_eval.accuracy);
-    if (target && target->metric == "test_loss") record_target(last_eval.loss);
-  };
+  WriteStart();
+  if (ParameterServerMode()) return rank_ == 0 ? RunServer() : RunWorker();
+  return RunCollective();
+}
 
-  float* extra = world_ > 1 ? stats_.grad().data_ptr<float>() : nullptr;
+Outcome Trainer::RunCollective() {
+  const std::string& sync = config_.comm.sync;
+  const bool lag = sync == "lag", local_sgd = sync == "local_sgd";
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
+  float* extra = buckets_ ? stats_.grad().data_ptr<float>() : nullptr;
+  // lag, local_sgd: the step's shared values in a collective of their own (same slots).
+  torch::Tensor shared = torch::zeros({kStatSlots});
+  float* sh = shared.data_ptr<float>();
+  std::unique_ptr<LaggedGradient> lagged;
+  if (lag) lagged = std::make_unique<LaggedGradient>(param_count_, comm_, timeout);
+  std::unique_ptr<ParameterAverage> average;
+  if (local_sgd && world_ > 1) average = std::make_unique<ParameterAverage>(*comm_, timeout);
+  int64_t last_average = 0;
+  Progress& p = progress_;
+
   while (total_steps_ == 0 || step_ < total_steps_) {
     ++step_;
-    const bool measure = config_.gns_every_steps > 0 && step_ % config_.gns_every_steps == 0;
+    const bool measure = sync == "allreduce" && config_.gns_every_steps > 0 &&
+                         step_ % config_.gns_every_steps == 0;
     const Clock::time_point t0 = Clock::now();
-    const torch::Tensor rows = sampler_->Next();
-    torch::index_select_out(batch_x_, data_.train_x, 0, rows);
-    torch::index_select_out(batch_y_, data_.train_y, 0, rows);
+    GatherBatch();
     const Clock::time_point t1 = Clock::now();
-
     const double local_loss = ComputeGradients(measure && world_ == 1);
+    straggler_->MaybeDelay(step_);
     const Clock::time_point t2 = Clock::now();
 
-    if (world_ > 1) {
+    SyncFacts facts;
+    facts.effective_batch = config_.batch_size;
+    bool apply = true, agreed = true, stop = false;
+    double loss = local_loss;
+    auto fill_shared = [&](Clock::time_point now) {
+      sh[kLossSlot] = static_cast<float>(local_loss);
+      sh[kLocalSqSlot] = 0.0f;
+      sh[kElapsedSlot] = static_cast<float>(Seconds(start_, now));
+      sh[kStopSlot] = StopRequested() ? 1.0f : 0.0f;
+    };
+    if (buckets_) {  // allreduce, K > 1: the shared values ride in the last bucket
       extra[kLossSlot] = static_cast<float>(local_loss);
       extra[kLocalSqSlot] = measure ? static_cast<float>(GradSquaredNorm()) : 0.0f;
       extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2));
       extra[kStopSlot] = StopRequested() ? 1.0f : 0.0f;
       buckets_->AllreduceGradients(*comm_, timeout);
+      stop = extra[kStopSlot] > 0;
+      loss = extra[kLossSlot];
+      facts.wait_seconds = Seconds(t2, Clock::now());
+    } else if (lag) {
+      fill_shared(t2);
+      if (world_ > 1) Allreduce(shared, ReduceOp::kAvg);
+      double waited = 0;
+      const torch::Tensor previous = lagged->Exchange(grads_, &waited);
+      facts.wait_seconds = Seconds(t2, Clock::now());
+      apply = previous.defined();
+      if (apply) grads_.copy_(previous);
+      facts.staleness = apply ? 1 : 0;
+      facts.effective_batch = apply ? config_.batch_size : 0;
+      stop = sh[kStopSlot] > 0;
+      loss = sh[kLossSlot];
+    } else if (!local_sgd) {  // allreduce on one rank
+      stop = StopRequested();
     }
-    const bool stop = world_ > 1 ? extra[kStopSlot] > 0 : StopRequested();
     const Clock::time_point t3 = Clock::now();
-    const double loss = world_ > 1 ? extra[kLossSlot] : local_loss;
 
-    nlohmann::ordered_json line = {{"kind", "step"},
-                                   {"step", step_},
-                                   {"samples", step_ * config_.batch_size},
-                                   {"epoch", sampler_->epoch()},
-                                   {"loss", loss}};
-    if (measure && (world_ > 1 || gns_b_small_ > 0)) {
+    nlohmann::ordered_json line = nlohmann::ordered_json::object();  // the noise measurement
+    if (metrics_ != nullptr && measure && (world_ > 1 || gns_b_small_ > 0)) {
       line["gns_b_small"] = world_ > 1 ? config_.local_batch_size : gns_b_small_;
       line["gns_b_big"] = config_.batch_size;
       line["gns_sq_small"] = world_ > 1 ? static_cast<double>(extra[kLocalSqSlot]) : gns_sq_small_;
@@ -349,67 +485,68 @@ Outcome Trainer::Run() {
     }
 
     const double lr = lr_->At(step_ - 1);
-    SetLearningRate(*optimizer_, lr);
-    optimizer_->step();
+    if (apply) {
+      SetLearningRate(*optimizer_, lr);
+      optimizer_->step();
+    }
     const Clock::time_point t4 = Clock::now();
-    elapsed = world_ > 1 ? static_cast<double>(extra[kElapsedSlot]) : Seconds(start_, t4);
+    double comm_seconds = Seconds(t2, t3);
+    if (local_sgd) {
+      // Every rank stepped alone; average at every H-th step, every evaluation and the last step.
+      const bool sync_point = step_ % config_.comm.sync_every == 0 || step_ == total_steps_ ||
+                              (config_.eval_every_steps > 0 &&
+                               step_ % config_.eval_every_steps == 0);
+      facts.effective_batch = config_.local_batch_size;
+      facts.staleness = static_cast<double>(step_ - 1 - last_average);
+      agreed = sync_point;
+      if (sync_point) {
+        fill_shared(t4);
+        if (average) {
+          facts.wait_seconds =
+              average->Run(params_, OptimizerStateTensors(*optimizer_, params_), shared);
+        }
+        comm_seconds = facts.wait_seconds;
+        last_average = step_;
+        stop = sh[kStopSlot] > 0;
+        loss = sh[kLossSlot];
+      }
+    }
+    const Clock::time_point t5 = Clock::now();
+    if (buckets_) {
+      p.elapsed = extra[kElapsedSlot];
+    } else if (world_ > 1 && (lag || local_sgd)) {
+      p.elapsed = agreed ? sh[kElapsedSlot] : p.elapsed;
+    } else {
+      p.elapsed = Seconds(start_, t5);
+    }
     losses_.push_back(loss);
 
     if (metrics_ != nullptr) {
-      line["lr"] = lr;
-      line["step_seconds"] = Seconds(t0, t4);
-      line["data_seconds"] = Seconds(t0, t1);
-      line["compute_seconds"] = Seconds(t1, t2);
-      line["comm_seconds"] = Seconds(t2, t3);
-      line["optim_seconds"] = Seconds(t3, t4);
-      metrics_->Write(line);
+      nlohmann::ordered_json step_line = StepLine(loss, facts);
+      step_line.update(line);
+      step_line["lr"] = lr;
+      step_line["step_seconds"] = Seconds(t0, t5);
+      step_line["data_seconds"] = Seconds(t0, t1);
+      step_line["compute_seconds"] = Seconds(t1, t2);
+      step_line["comm_seconds"] = comm_seconds;
+      step_line["optim_seconds"] = Seconds(t3, t4);
+      metrics_->Write(step_line);
     }
-
-    // Every decision below uses values all ranks share (allreduced), so all ranks agree.
-    if (step_ == 1) initial_loss = loss;
-    if (!std::isfinite(loss) || loss > config_.divergence_factor * initial_loss) {
-      diverged = true;
-      break;
+    // Every decision uses values all ranks share, so all ranks agree (local_sgd: only at the
+    // steps where they average).
+    if (agreed && Decide(loss, stop, /*collective_eval=*/true)) break;
+  }
+  if (lag) {  // the last gradient in flight: applied when the run ran its budget to the end
+    double waited = 0;
+    const torch::Tensor last = lagged->Drain(&waited);
+    if (last.defined() && !p.diverged && !p.reached && !p.stopped) {
+      grads_.copy_(last);
+      SetLearningRate(*optimizer_, lr_->At(step_ - 1));
+      optimizer_->step();
+      p.last_eval_step = -1;  // the parameters changed: evaluate them
     }
-    if (target && target->metric == "loss") record_target(loss);
-    if (config_.eval_every_steps > 0 && step_ % config_.eval_every_steps == 0) eval_and_log();
-    if (reached) break;
-    if (stop) {
-      stopped = true;  // the orchestrator pruned this run: end now, without a final evaluation
-      break;
-    }
-    if (config_.budget.seconds > 0 && elapsed >= config_.budget.seconds) break;
   }
-
-  if (!diverged && !stopped && last_eval_step != step_) eval_and_log();
-  Outcome outcome = Outcome::kCompleted;
-  if (diverged) {
-    outcome = Outcome::kDiverged;
-  } else if (reached) {
-    outcome = Outcome::kTargetReached;
-  } else if (stopped) {
-    outcome = Outcome::kPruned;
-  } else if (target) {
-    outcome = Outcome::kBudgetExhausted;
-  }
-  if (metrics_ != nullptr) {
-    const bool have_eval = last_eval_step == step_;
-    metrics_->Write(
-        {{"kind", "end"},
-         {"outcome", OutcomeName(outcome)},
-         {"steps", step_},
-         {"samples", step_ * config_.batch_size},
-         {"seconds", ElapsedSeconds()},
-         {"target_step", reached ? nlohmann::ordered_json(target_step) : nullptr},
-         {"target_samples", reached ? nlohmann::ordered_json(target_samples) : nullptr},
-         {"target_seconds", NullableNumber(reached, target_seconds)},
-         {"final_loss", losses_.empty()
-                            ? nlohmann::ordered_json(nullptr)
-                            : NullableNumber(std::isfinite(losses_.back()), losses_.back())},
-         {"final_test_loss", NullableNumber(have_eval, last_eval.loss)},
-         {"final_test_accuracy", NullableNumber(have_eval && classification, last_eval.accuracy)}});
-  }
-  return outcome;
+  return Finish(/*collective_eval=*/true);
 }
 
 }  // namespace batchlab::runner

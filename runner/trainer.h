@@ -18,6 +18,11 @@
 // (B_big = global batch); on one rank, micro-batch against accumulated gradient (B_small = micro
 // batch), and without accumulation the step is run as two half-batches (the same update).
 //
+// comm.sync picks how ranks combine their work (docs/sync.md): `allreduce` is the step above;
+// `lag` and `local_sgd` keep this loop with another exchange (sync/lagged_gradient.h,
+// sync/parameter_average.h); `async_ps` and `backup` run a parameter server on rank 0
+// (trainer_ps.cc). Every step line carries wait_seconds, staleness and effective_batch.
+//
 //   Trainer trainer(config, data, comm.get(), writer.get(), rank);   // comm may be null if K = 1
 //   Outcome outcome = trainer.Run();   // writes start, step, eval and end lines (rank 0)
 //   int code = ExitCodeFor(outcome);
@@ -41,6 +46,7 @@
 #include "runner/models.h"
 #include "runner/precision.h"
 #include "runner/run_config.h"
+#include "runner/sync/straggler.h"
 
 namespace batchlab::runner {
 
@@ -77,12 +83,41 @@ class Trainer {
   int64_t steps_done() const { return step_; }
   int64_t total_steps() const { return total_steps_; }
 
-  EvalResult Evaluate();  // collective: every rank must call it
+  // collective: every rank calls it and evaluates its share; otherwise this rank evaluates the
+  // whole held-out set alone (the parameter server).
+  EvalResult Evaluate(bool collective = true);
 
  private:
-  struct StepTimes {
-    double data = 0, compute = 0, comm = 0, optim = 0;
+  // What the run has seen so far, shared by the loops (trainer.cc, trainer_ps.cc).
+  struct Progress {
+    bool diverged = false, reached = false, stopped = false;
+    int64_t target_step = 0, target_samples = 0;
+    double target_seconds = 0, initial_loss = 0, elapsed = 0;
+    bool have_initial_loss = false;
+    int64_t last_eval_step = -1;
+    EvalResult last_eval;
   };
+  // A step's synchronization, as its step line reports it.
+  struct SyncFacts {
+    double wait_seconds = 0;
+    double staleness = 0;
+    int64_t effective_batch = 0;
+  };
+  bool ParameterServerMode() const;  // comm.sync async_ps or backup
+  void WriteStart();
+  void GatherBatch();  // this step's rows into batch_x_, batch_y_
+  void RecordTarget(double value, double seconds);
+  void EvalAndLog(bool collective);
+  // After step_'s update, with the loss every rank agrees on: divergence, target, evaluation,
+  // stop and seconds budget. Returns true when the run ends now.
+  bool Decide(double loss, bool stop, bool collective_eval);
+  Outcome CurrentOutcome() const;        // from progress_ (and whether a target is set)
+  Outcome Finish(bool collective_eval);  // final evaluation and the end line
+  // The step line's common part (rank 0 writes it once the step's values are in).
+  nlohmann::ordered_json StepLine(double loss, const SyncFacts& sync) const;
+  Outcome RunCollective();  // allreduce, lag, local_sgd (this file)
+  Outcome RunServer();      // async_ps, backup: rank 0 (trainer_ps.cc)
+  Outcome RunWorker();      // async_ps, backup: the other ranks (trainer_ps.cc)
   void BindGradientsToFlatBuffer();  // one rank: every .grad() a view into grads_
   void ZeroGradients();
   double GradSquaredNorm();  // of the model's gradients (not stats_)
@@ -117,6 +152,9 @@ class Trainer {
   torch::Tensor prev_grad_, scratch_;  // one-rank noise measurement
   torch::Tensor batch_x_, batch_y_;    // [local_batch, F], [local_batch] or [local_batch, 1]
 
+  Progress progress_;
+  std::unique_ptr<Straggler> straggler_;
+  int64_t samples_per_step_ = 0;  // batch_size; async_ps: one worker's local batch
   int64_t step_ = 0;
   int64_t total_steps_ = 0;  // 0 = only a seconds budget
   double gns_sq_small_ = 0;

@@ -97,6 +97,41 @@ TEST(TrainerTest, AccumulationIsTheSameUpdate) {
   EXPECT_TRUE(torch::allclose(tm.FlatParameters(), t1.FlatParameters(), 1e-5, 1e-6));
 }
 
+// comm.sync "lag" on full batches (the gradient is a function of the weights alone): step 1
+// applies nothing, step 2 applies step 1's gradient, which was taken at the same weights as step
+// 2's, and the end applies step 2's. So 2 lagged steps are w - 2 lr g(w): one allreduce step at
+// twice the LR. Another step in, the stale gradient makes lag differ from allreduce.
+TEST(TrainerTest, LagAppliesEachGradientOneStepLate) {
+  const json full_batch = json::parse(R"({"batch_size": 256, "data": {"samples": 256},
+                                         "budget": {"steps": 2}, "comm": {"sync": "lag"}})");
+  const RunConfig lag = SyntheticConfig(full_batch);
+  const Dataset data = LoadDataset(lag.data);
+  Trainer lagged(lag, data, nullptr, nullptr, 0);
+  const torch::Tensor init = lagged.FlatParameters();
+  lagged.Run();
+  RunConfig one = SyntheticConfig(full_batch);
+  one.comm.sync = "allreduce";
+  one.budget.steps = 1;
+  one.lr.base *= 2;
+  Trainer once(one, data, nullptr, nullptr, 0);
+  once.Run();
+  EXPECT_FALSE(torch::allclose(once.FlatParameters(), init));
+  EXPECT_TRUE(torch::allclose(lagged.FlatParameters(), once.FlatParameters(), 1e-5, 1e-6))
+      << (lagged.FlatParameters() - once.FlatParameters()).abs().max().item<float>();
+  ASSERT_EQ(lagged.losses().size(), 2u);
+  EXPECT_NEAR(lagged.losses()[0], lagged.losses()[1], 1e-6);  // the same weights twice
+
+  RunConfig three = SyntheticConfig(full_batch);
+  three.budget.steps = 3;
+  Trainer lag3(three, data, nullptr, nullptr, 0);
+  lag3.Run();
+  three.comm.sync = "allreduce";
+  Trainer sync3(three, data, nullptr, nullptr, 0);
+  sync3.Run();
+  EXPECT_FALSE(torch::allclose(lag3.FlatParameters(), sync3.FlatParameters(), 1e-4, 1e-5));
+  EXPECT_GT(lag3.losses()[2], sync3.losses()[2]);  // a stale step makes less progress here
+}
+
 // McCandlish et al.'s estimator applied to the logged squared norms recovers the true noise
 // scale of the synthetic task (the learning rate is tiny, so the weights stay put).
 TEST(TrainerTest, NoiseMeasurementMatchesTheClosedFormTruth) {

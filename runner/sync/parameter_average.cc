@@ -1,0 +1,25 @@
+// Averaging parameters and optimizer state across ranks (see parameter_average.h).
+#include "runner/sync/parameter_average.h"
+
+#include "runner/sync/flat_tensors.h"
+
+namespace batchlab::runner {
+
+ParameterAverage::ParameterAverage(Communicator& comm, std::chrono::milliseconds timeout)
+    : comm_(comm), timeout_(timeout) {}
+
+double ParameterAverage::Run(std::vector<torch::Tensor> params, std::vector<torch::Tensor> state,
+                             torch::Tensor& shared) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<torch::Tensor> all = std::move(params);
+  all.insert(all.end(), state.begin(), state.end());
+  all.push_back(shared);
+  const int64_t n = FlatSize(all);
+  if (!buffer_.defined() || buffer_.numel() != n) buffer_ = torch::empty({n});
+  PackInto(all, buffer_);
+  comm_.Allreduce(buffer_, ReduceOp::kAvg)->Wait(timeout_);
+  UnpackFrom(buffer_, all);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace batchlab::runner
