@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace batchlab::analysis {
 
 // One metric of one run: values in increasing step order (steps.size() == values.size()).
@@ -45,6 +47,7 @@ struct RunData {
   std::string lr_rule;          // "none" | "linear" | "sqrt"
   std::string optimizer;        // "sgd", "momentum", "lars", ...
   std::string state;            // results::RunState name: "completed", "diverged", "failed", ...
+  nlohmann::json comm;          // the resolved config's `comm` object (null: not stored)
   std::map<std::string, Series> metrics;
 
   // The series of `name`, or nullptr when the run never logged it.

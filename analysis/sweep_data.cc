@@ -65,6 +65,13 @@ std::string TargetText(const std::string& config) {
                      t["value"].get<double>());
 }
 
+// The resolved config's `comm` object, every default written in (null when absent).
+nlohmann::json CommOf(const std::string& config) {
+  const nlohmann::json c = nlohmann::json::parse(config, nullptr, false);
+  if (!c.is_object() || !c.contains("comm") || !c["comm"].is_object()) return nullptr;
+  return c["comm"];
+}
+
 }  // namespace
 
 std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
@@ -110,6 +117,7 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
     r.tokens_per_step = row.tokens_per_step.value_or(0);
     r.flops_per_step = row.flops_per_step.value_or(0);
     if (sweep.target.empty()) sweep.target = TargetText(row.config_json);
+    r.comm = CommOf(row.config_json);
     by_key[row.run_key] = sweep.runs.size();
     sweep.runs.push_back(std::move(r));
   }

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "base/config_fields.h"
+
 namespace batchlab::analysis {
 namespace {
 
@@ -16,12 +18,15 @@ json ParseOr(const std::string& text, json fallback) {
   return v.is_discarded() ? fallback : v;
 }
 
-// The run's swept comm.* values as one object ("comm" swept whole, or its fields one by one).
-json SweptComm(const RunData& run) {
-  json comm = json::object();
+// The run's synchronization settings: its resolved config's `comm` (every default written in)
+// when stored, else the declared defaults overlaid with its swept comm.* values ("comm" swept
+// whole, or its fields one by one).
+json CommSettings(const RunData& run) {
+  if (run.comm.is_object()) return run.comm;
+  json comm = config::DefaultsOf("comm");
   if (auto it = run.params.find("comm"); it != run.params.end()) {
     json whole = ParseOr(it->second, json::object());
-    if (whole.is_object()) comm = whole;
+    if (whole.is_object()) comm.update(whole);
   }
   for (const auto& [name, value] : run.params) {
     if (name.rfind("comm.", 0) != 0) continue;
@@ -53,11 +58,11 @@ int ModeOrder(const std::string& mode) {
 }  // namespace
 
 SyncSetting SyncSettingOf(const RunData& run) {
-  const json comm = SweptComm(run);
+  const json comm = CommSettings(run);
   SyncSetting s;
   if (comm.contains("sync") && comm["sync"].is_string()) s.mode = comm["sync"].get<std::string>();
-  if (s.mode == "local_sgd") s.detail = "H=" + Number(comm.value("sync_every", json(1)));
-  if (s.mode == "backup") s.detail = "b=" + Number(comm.value("backup_workers", json(0)));
+  if (s.mode == "local_sgd") s.detail = "H=" + Number(comm.value("sync_every", json()));
+  if (s.mode == "backup") s.detail = "b=" + Number(comm.value("backup_workers", json()));
   if (comm.contains("straggler") && comm["straggler"].is_object()) {
     const json& st = comm["straggler"];
     const json rank = st.value("rank", json(0));

@@ -62,6 +62,27 @@ TEST(SyncModesTest, SettingsComeFromTheSweptValues) {
   EXPECT_EQ(SyncSettingOf(whole).straggler, "rank 1, 30 ms");
 }
 
+// A field the sweep does not vary is the declared default (comm.sync_every 4, backup_workers 1);
+// a run whose resolved config is stored is read from it, every default included (its swept
+// values, stored as text, are not needed).
+TEST(SyncModesTest, SettingsComeFromTheResolvedConfigOrTheDeclaredDefaults) {
+  RunData swept;
+  swept.params = {{"comm.sync", "\"local_sgd\""}};
+  EXPECT_EQ(SyncSettingOf(swept).detail, "H=4");
+  swept.params = {{"comm.sync", "\"backup\""}};
+  EXPECT_EQ(SyncSettingOf(swept).detail, "b=1");
+  RunData stored;
+  stored.params = {{"comm.straggler", R"("{\"rank\":\"random\",\"delay_ms\":20}")"}};
+  stored.comm = nlohmann::json::parse(
+      R"({"backend":"mpi","sync":"local_sgd","sync_every":8,"backup_workers":1,
+          "straggler":{"rank":"random","delay_ms":20,"probability":0.5}})");
+  EXPECT_EQ(SyncSettingOf(stored).mode, "local_sgd");
+  EXPECT_EQ(SyncSettingOf(stored).detail, "H=8");
+  EXPECT_EQ(SyncSettingOf(stored).straggler, "random, 20 ms, p=0.5");
+  stored.comm["straggler"] = nullptr;
+  EXPECT_EQ(SyncSettingOf(stored).straggler, "none");
+}
+
 // allreduce needs 100 steps of 0.04 s with a straggler (4 s), backup 120 steps of 0.01 s (1.2 s):
 // 3.33x faster; without a straggler allreduce's 100 x 0.01 s is the reference (backup 0.83x).
 TEST(SyncModesTest, ModesSideBySideWithAndWithoutAStraggler) {
