@@ -65,6 +65,7 @@ std::vector<std::string> Summary(const Study& s) {
         N(s.pareto.points[s.pareto.frontier.back()].compute),
         ComputeUnitName(s.pareto.compute.unit), s.pareto.frontier.size()));
   }
+  for (std::string& line : SyncSummary(s.sync)) out.push_back(std::move(line));
   if (!s.scaling.alpha_beta_status.ok()) {
     out.push_back("Alpha-beta fit: " + s.scaling.alpha_beta_status.message());
   } else {

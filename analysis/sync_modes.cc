@@ -166,6 +166,39 @@ Table SyncTable(const SyncSection& sync) {
   return t;
 }
 
+std::vector<std::string> SyncSummary(const SyncSection& sync) {
+  std::vector<std::string> out;
+  if (!sync.varies) return out;
+  // Rows are sorted by (others, straggler): one line per such group.
+  for (size_t begin = 0; begin < sync.rows.size();) {
+    const SyncRow& first = sync.rows[begin];
+    size_t end = begin;
+    const SyncRow* fastest = nullptr;
+    for (; end < sync.rows.size() && sync.rows[end].others == first.others &&
+           sync.rows[end].setting.straggler == first.setting.straggler;
+         ++end) {
+      const SyncRow& r = sync.rows[end];
+      if (r.seconds && (fastest == nullptr || *r.seconds < *fastest->seconds)) fastest = &r;
+    }
+    std::string where = "straggler " + first.setting.straggler;
+    if (!first.others.empty()) where += ", " + first.others;
+    if (fastest == nullptr) {
+      out.push_back(fmt::format("Synchronization ({}): no mode reached the target with every seed.",
+                                where));
+    } else {
+      const std::string mode = fastest->setting.mode + (fastest->setting.detail.empty()
+                                                            ? ""
+                                                            : " " + fastest->setting.detail);
+      out.push_back(fmt::format(
+          "Synchronization ({}): fastest to target {} in {} s ({} steps){}.", where, mode,
+          FormatNumber(*fastest->seconds), FormatNumber(*fastest->steps),
+          fastest->speedup ? ", " + FormatNumber(*fastest->speedup) + "x allreduce's time" : ""));
+    }
+    begin = end;
+  }
+  return out;
+}
+
 json SyncJson(const SyncSection& sync) {
   json rows = json::array();
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };

@@ -55,6 +55,9 @@ SyncSection AnalyzeSync(const SweepData& sweep, const std::vector<TargetHit>& hi
                         const Target& target);
 
 Table SyncTable(const SyncSection& sync);
+// One line per straggler setting (and other swept values) for the report's summary: the mode
+// fastest to the target and its speedup over allreduce ("" values when nothing reached it).
+std::vector<std::string> SyncSummary(const SyncSection& sync);
 nlohmann::json SyncJson(const SyncSection& sync);
 
 }  // namespace batchlab::analysis
