@@ -309,9 +309,9 @@ Status PlanSweep(const PlanFlags& f) {
                     results::FormatNumber(r.scaled_lr), results::FormatNumber(r.expected_seconds),
                     orch::GpuMappingText(r), ParamsText(r)});
   }
-  const std::vector<std::string> columns = {
-      "ordinal",     "run_id", "world_size",  "slots", "gpus",  "local_batch",
-      "micro_batch", "lr",     "est_seconds", "cuda",  "params"};
+  const std::vector<std::string> columns = {"ordinal",     "run_id",      "world_size",  "slots",
+                                            "gpus",        "local_batch", "micro_batch", "lr",
+                                            "est_seconds", "cuda",        "params"};
   if (f.format == "csv") {
     fmt::print("{}", results::FormatRows(columns, rows, results::OutputFormat::kCsv));
     return OkStatus();

@@ -24,7 +24,8 @@ std::vector<std::string> VisibleDeviceEntries(const std::string& value) {
 }
 
 int CountGpus(const std::optional<std::string>& cuda_visible_devices, const std::string& dev_dir) {
-  if (cuda_visible_devices) return static_cast<int>(VisibleDeviceEntries(*cuda_visible_devices).size());
+  if (cuda_visible_devices)
+    return static_cast<int>(VisibleDeviceEntries(*cuda_visible_devices).size());
   int n = 0;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(dev_dir, ec), end; !ec && it != end;

@@ -34,8 +34,7 @@ std::vector<int> LptQueue::TakeStartable(int free_slots, int free_gpus, double n
   // Pass 0 takes the jobs not deferred; pass 1 fills the slots left with the deferred ones.
   for (int pass = 0; pass < (defer ? 2 : 1); ++pass) {
     for (auto it = jobs_.begin(); it != jobs_.end() && free_slots > 0;) {
-      const bool ready =
-          it->slots <= free_slots && it->gpus <= free_gpus && it->not_before <= now;
+      const bool ready = it->slots <= free_slots && it->gpus <= free_gpus && it->not_before <= now;
       if (ready && (pass == 1 || !defer || !defer(it->key))) {
         free_slots -= it->slots;
         free_gpus -= it->gpus;

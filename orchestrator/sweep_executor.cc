@@ -400,9 +400,9 @@ class Execution {
     a.port = req.env.count("MASTER_PORT") ? std::stoi(req.env.at("MASTER_PORT")) : 0;
     if (spec_.resources.timeout_seconds > 0) a.deadline = now + spec_.resources.timeout_seconds;
     prune_.SetRunning(i, -1);
-    Event(fmt::format("run {} ({}) started, attempt {}{}", r.id, ParamsText(r), attempt,
-                      a.gpu_ids.empty() ? std::string()
-                                        : fmt::format(", GPUs {}", fmt::join(a.gpu_ids, ","))));
+    Event(fmt::format(
+        "run {} ({}) started, attempt {}{}", r.id, ParamsText(r), attempt,
+        a.gpu_ids.empty() ? std::string() : fmt::format(", GPUs {}", fmt::join(a.gpu_ids, ","))));
     active_.push_back(std::move(a));
     return OkStatus();
   }
@@ -765,7 +765,7 @@ class Execution {
   const ExecutorOptions& options_;
   const std::string runs_dir_;  // absolute
   LptQueue queue_;
-  GpuAllocator gpu_pool_;  // options_.gpus device ids (none when GPUs are not counted)
+  GpuAllocator gpu_pool_;      // options_.gpus device ids (none when GPUs are not counted)
   std::vector<int> attempt_;   // last attempt number started (0: none)
   std::vector<int> failures_;  // failures during this call (for the retry limit)
   std::vector<Active> active_;

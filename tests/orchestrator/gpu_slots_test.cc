@@ -30,10 +30,19 @@ using testing::TempDir;
 
 // --- scheduler: GPUs as a second resource -------------------------------------------------------
 
+QueuedJob Q(int key, int slots, double seconds, int gpus) {
+  QueuedJob j;
+  j.key = key;
+  j.slots = slots;
+  j.expected_seconds = seconds;
+  j.gpus = gpus;
+  return j;
+}
+
 TEST(GpuSchedulerTest, GpuRunWaitsWhileGpusAreBusyThoughSlotsAreFree) {
   LptQueue q(8);
-  q.Add({.key = 0, .slots = 1, .expected_seconds = 9, .gpus = 2});
-  q.Add({.key = 1, .slots = 1, .expected_seconds = 8, .gpus = 2});
+  q.Add(Q(0, 1, 9, 2));
+  q.Add(Q(1, 1, 8, 2));
   // 8 free slots but 3 free GPUs: only the first 2-GPU run starts.
   EXPECT_EQ(q.TakeStartable(8, 3, 0, nullptr), std::vector<int>({0}));
   // 7 slots free, 1 GPU free: the second still waits.
@@ -45,10 +54,10 @@ TEST(GpuSchedulerTest, GpuRunWaitsWhileGpusAreBusyThoughSlotsAreFree) {
 
 TEST(GpuSchedulerTest, CpuOnlyRunsBackfillWhileAGpuRunWaits) {
   LptQueue q(4);
-  q.Add({.key = 0, .slots = 2, .expected_seconds = 50, .gpus = 4});  // longest, needs 4 GPUs
-  q.Add({.key = 1, .slots = 1, .expected_seconds = 5});              // CPU only
-  q.Add({.key = 2, .slots = 1, .expected_seconds = 3});              // CPU only
-  q.Add({.key = 3, .slots = 1, .expected_seconds = 2, .gpus = 1});   // 1 GPU
+  q.Add(Q(0, 2, 50, 4));  // longest, needs 4 GPUs
+  q.Add(Q(1, 1, 5, 0));   // CPU only
+  q.Add(Q(2, 1, 3, 0));   // CPU only
+  q.Add(Q(3, 1, 2, 1));   // 1 GPU
   // 4 slots, 1 GPU free: the 4-GPU run waits; the CPU runs and the 1-GPU run fill the slots.
   EXPECT_EQ(q.TakeStartable(4, 1, 0, nullptr), std::vector<int>({1, 2, 3}));
   EXPECT_EQ(q.size(), 1u);
@@ -58,7 +67,7 @@ TEST(GpuSchedulerTest, CpuOnlyRunsBackfillWhileAGpuRunWaits) {
 
 TEST(GpuSchedulerTest, GpusAreNeverClampedAndTheOldOverloadsIgnoreThem) {
   LptQueue q(2);
-  q.Add({.key = 0, .slots = 1, .expected_seconds = 1, .gpus = 16});
+  q.Add(Q(0, 1, 1, 16));
   EXPECT_EQ(q.GpusOf(0), 16);  // slots are clamped to the pool, GPUs are not
   EXPECT_EQ(q.TakeStartable(2, 8, 0, nullptr), std::vector<int>());
   EXPECT_EQ(q.TakeStartable(2, 0), std::vector<int>({0}));  // GPUs not counted
@@ -67,13 +76,13 @@ TEST(GpuSchedulerTest, GpusAreNeverClampedAndTheOldOverloadsIgnoreThem) {
 TEST(GpuSchedulerTest, LowerBoundAndSimulationCountGpuSeconds) {
   // Four 1-slot runs of 10 s, each on 2 GPUs, on 8 slots and 2 GPUs: one at a time.
   std::vector<QueuedJob> jobs;
-  for (int i = 0; i < 4; ++i) jobs.push_back({.key = i, .slots = 1, .expected_seconds = 10, .gpus = 2});
-  EXPECT_DOUBLE_EQ(MakespanLowerBound(jobs, 8), 10.0);         // slots alone: all at once
-  EXPECT_DOUBLE_EQ(MakespanLowerBound(jobs, 8, 2), 40.0);      // GPU-seconds / GPUs
+  for (int i = 0; i < 4; ++i) jobs.push_back(Q(i, 1, 10, 2));
+  EXPECT_DOUBLE_EQ(MakespanLowerBound(jobs, 8), 10.0);     // slots alone: all at once
+  EXPECT_DOUBLE_EQ(MakespanLowerBound(jobs, 8, 2), 40.0);  // GPU-seconds / GPUs
   EXPECT_DOUBLE_EQ(SimulateMakespan(jobs, 8, 2), 40.0);
   EXPECT_DOUBLE_EQ(SimulateMakespan(jobs, 8, 4), 20.0);
   // CPU runs beside them are backfilled: the makespan stays 40.
-  for (int i = 4; i < 10; ++i) jobs.push_back({.key = i, .slots = 1, .expected_seconds = 10});
+  for (int i = 4; i < 10; ++i) jobs.push_back(Q(i, 1, 10, 0));
   EXPECT_DOUBLE_EQ(SimulateMakespan(jobs, 8, 2), 40.0);
 }
 
@@ -103,7 +112,7 @@ TEST(GpuAllocatorTest, ReleaseGivesIdsBackAndIdsAreStable) {
   EXPECT_EQ(a.free(), 2);
   EXPECT_EQ(*a.Allocate(2), x);  // the same ids again: the lowest free
   a.Release(y);
-  a.Release(y);  // twice: harmless
+  a.Release(y);        // twice: harmless
   a.Release({7, -1});  // not ids of this pool: ignored
   EXPECT_EQ(a.free(), 2);
   EXPECT_EQ(*a.Allocate(1), std::vector<int>({2}));
@@ -147,8 +156,8 @@ TEST(GpuCountTest, FromCudaVisibleDevicesElseDeviceFiles) {
   }
   EXPECT_EQ(CountGpus(std::nullopt, dir.path()), 3);
   EXPECT_EQ(CountGpus(std::string("2,3"), dir.path()), 2);
-  EXPECT_EQ(CountGpus(std::string(""), dir.path()), 0);      // set and empty: no GPU
-  EXPECT_EQ(CountGpus(std::string("-1"), dir.path()), 0);    // the usual "hide every GPU"
+  EXPECT_EQ(CountGpus(std::string(""), dir.path()), 0);        // set and empty: no GPU
+  EXPECT_EQ(CountGpus(std::string("-1"), dir.path()), 0);      // the usual "hide every GPU"
   EXPECT_EQ(CountGpus(std::string("0,-1,2"), dir.path()), 1);  // CUDA stops at an invalid entry
   EXPECT_EQ(CountGpus(std::string("GPU-aaaa,GPU-bbbb"), dir.path()), 2);
   EXPECT_EQ(CountGpus(std::nullopt, dir.path() + "/absent"), 0);
@@ -203,7 +212,8 @@ TEST(GpuLaunchTest, LocalLauncherSetsCudaVisibleDevicesInTheRunsEnvironment) {
   const std::string mpirun = dir.path() + "/fake-mpirun";
   {
     std::ofstream out(mpirun);
-    out << "#!/bin/sh\necho \"CVD=${CUDA_VISIBLE_DEVICES-unset}\" > \"$BATCHLAB_ATTEMPT_DIR/env.txt\"\n";
+    out << "#!/bin/sh\necho \"CVD=${CUDA_VISIBLE_DEVICES-unset}\" > "
+           "\"$BATCHLAB_ATTEMPT_DIR/env.txt\"\n";
   }
   chmod(mpirun.c_str(), 0755);
   LocalLaunchSettings s;
@@ -317,9 +327,9 @@ TEST(GpuSpecTest, PlannedRunsCountTheirGpusAndTooFewAreRefused) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   for (const std::string n :
-       {std::string("resources.gpus_per_rank"), "run " + plan->runs[1].id, std::string("needs 8 GPU(s)"),
-        std::string("world_size 4 x gpus_per_rank 2"), std::string("pool has 7 GPU(s)"),
-        std::string("--gpus 8"), std::string("fewer ranks")}) {
+       {std::string("resources.gpus_per_rank"), "run " + plan->runs[1].id,
+        std::string("needs 8 GPU(s)"), std::string("world_size 4 x gpus_per_rank 2"),
+        std::string("pool has 7 GPU(s)"), std::string("--gpus 8"), std::string("fewer ranks")}) {
     EXPECT_NE(st.message().find(n), std::string::npos) << st.message() << "\nmissing: " << n;
   }
   EXPECT_NE(CheckGpuNeeds(*spec, *plan, 0).message().find("pool has 0 GPU(s)"), std::string::npos);

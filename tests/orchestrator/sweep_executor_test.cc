@@ -125,8 +125,8 @@ class FakeLauncher final : public Launcher {
     gpus_per_rank.push_back(r.gpus_per_rank);
     // A GPU is never handed to two jobs that have not ended.
     for (int id : r.gpu_ids) {
-      EXPECT_EQ(gpu_holder.count(id), 0u)
-          << "GPU " << id << " handed to " << r.run_id << " while " << gpu_holder[id] << " holds it";
+      EXPECT_EQ(gpu_holder.count(id), 0u) << "GPU " << id << " handed to " << r.run_id << " while "
+                                          << gpu_holder[id] << " holds it";
       gpu_holder[id] = r.run_id;
     }
     Script s = script ? script(r) : Script{};
