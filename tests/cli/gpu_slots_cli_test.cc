@@ -91,7 +91,8 @@ TEST_F(GpuSlotsCliTest, CpuPlanSaysNoGpusAreRequested) {
 }
 
 TEST_F(GpuSlotsCliTest, ZeroGpusWithGpusPerRankExits2NamingTheField) {
-  for (const std::string cmd : {"sweep plan", "sweep run"}) {
+  for (const char* cmd_text : {"sweep plan", "sweep run"}) {
+    const std::string cmd = cmd_text;
     const std::string db = dir_.path() + "/never.db";
     Result r = RunBatchlab(cmd + " '" + spec_ + "' --gpus 0 --no-validate --db '" + db + "'");
     EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.output;

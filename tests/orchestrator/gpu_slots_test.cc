@@ -326,7 +326,7 @@ TEST(GpuSpecTest, PlannedRunsCountTheirGpusAndTooFewAreRefused) {
   Status st = CheckGpuNeeds(*spec, *plan, 7);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  for (const std::string n :
+  for (const std::string& n :
        {std::string("resources.gpus_per_rank"), "run " + plan->runs[1].id,
         std::string("needs 8 GPU(s)"), std::string("world_size 4 x gpus_per_rank 2"),
         std::string("pool has 7 GPU(s)"), std::string("--gpus 8"), std::string("fewer ranks")}) {

@@ -114,7 +114,7 @@ class FakeLauncher final : public Launcher {
     int attempt = 0;
     double t = 0;
     std::string dir;
-    std::vector<int> gpu_ids;  // "start": the GPUs the request holds
+    std::vector<int> gpu_ids = {};  // "start": the GPUs the request holds
   };
 
   explicit FakeLauncher(Clock& clock) : clock_(clock) {}
