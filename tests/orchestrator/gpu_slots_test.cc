@@ -21,6 +21,7 @@
 #include "orchestrator/scheduler.h"
 #include "orchestrator/slurm_launcher.h"
 #include "orchestrator/spec.h"
+#include "orchestrator/worker_pool.h"
 #include "tests/orchestrator/temp_dir.h"
 
 namespace batchlab::orchestrator {
@@ -151,9 +152,13 @@ TEST(GpuAllocatorTest, RandomAllocationsNeverOverlap) {
 
 TEST(GpuCountTest, FromCudaVisibleDevicesElseDeviceFiles) {
   TempDir dir;
-  for (const char* f : {"nvidia0", "nvidia1", "nvidia12", "nvidiactl", "nvidia-uvm", "null"}) {
+  // The layout of a one-H100 machine's /dev (nvidia0, nvidiactl, nvidia-uvm, nvidia-uvm-tools,
+  // the folder nvidia-caps), plus two more GPUs.
+  for (const char* f :
+       {"nvidia0", "nvidia1", "nvidia12", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "null"}) {
     std::ofstream(dir.path() + "/" + f) << "";
   }
+  std::filesystem::create_directories(dir.path() + "/nvidia-caps");
   EXPECT_EQ(CountGpus(std::nullopt, dir.path()), 3);
   EXPECT_EQ(CountGpus(std::string("2,3"), dir.path()), 2);
   EXPECT_EQ(CountGpus(std::string(""), dir.path()), 0);        // set and empty: no GPU
@@ -266,6 +271,80 @@ TEST(GpuLaunchTest, SlurmJobAsksForTheGpus) {
   r.gpus_per_rank = 0;
   a = SbatchArguments(s, r, "/runs/s/abc/attempt-1/job.sh", false);
   for (const auto& x : a) EXPECT_EQ(x.find("gpu"), std::string::npos) << x;
+}
+
+// Warm workers (worker_pool.h) keep the GPUs they started with: a worker serves only runs handed
+// the same ids, and an idle worker on a GPU handed to another run is retired before it starts.
+class FakeWorkerLauncher final : public Launcher {
+ public:
+  struct FakeWorker final : Job {
+    JobStatus Poll() override {
+      JobStatus s;
+      s.done = stopped;
+      s.exit_code = 0;
+      return s;
+    }
+    void Terminate() override { stopped = true; }
+    void Kill() override { stopped = true; }
+    bool stopped = false;
+  };
+  const char* name() const override { return "local"; }
+  StatusOr<std::unique_ptr<Job>> Start(const LaunchRequest& r) override {
+    started.push_back(r);
+    auto job = std::make_unique<FakeWorker>();
+    workers.push_back(job.get());
+    return std::unique_ptr<Job>(std::move(job));
+  }
+  void CleanUpStale(const std::string&) override {}
+  std::vector<LaunchRequest> started;  // the workers' launches
+  std::vector<FakeWorker*> workers;
+};
+
+TEST(GpuWorkerPoolTest, WorkersKeepTheirGpusAndIdleOnesOnAGpuNeededElsewhereAreRetired) {
+  TempDir dir;
+  auto inner = std::make_unique<FakeWorkerLauncher>();
+  FakeWorkerLauncher* fake = inner.get();
+  auto pool = MakeWorkerPool(std::move(inner), {"/fake/runner", 4, dir.path() + "/workers"});
+  int n = 0;
+  // Starts a run holding `ids` and lets its worker report it done (exit 0).
+  auto run = [&](std::vector<int> ids) {
+    const std::string attempt = dir.path() + "/attempt-" + std::to_string(++n);
+    std::filesystem::create_directories(attempt);
+    LaunchRequest r = GpuRequest();
+    r.world_size = 1;
+    r.attempt_dir = attempt;
+    r.config_path = attempt + "/config.json";
+    r.rank_command = {"/fake/runner", "--config", r.config_path};
+    r.gpu_ids = std::move(ids);
+    auto job = pool->Start(r);
+    EXPECT_TRUE(job.ok()) << job.status().message();
+    // The worker that took it: the last one started for these ids.
+    std::string wdir;
+    for (const auto& w : fake->started) {
+      if (w.gpu_ids == r.gpu_ids) wdir = w.attempt_dir;
+    }
+    for (int k = 1; k <= 8; ++k) {
+      if (std::filesystem::exists(wdir + "/job-" + std::to_string(k) + ".json") &&
+          !std::filesystem::exists(wdir + "/done-" + std::to_string(k) + ".rank0")) {
+        std::ofstream(wdir + "/done-" + std::to_string(k) + ".rank0") << "0\n";
+      }
+    }
+    EXPECT_TRUE((*job)->Poll().done);
+  };
+  run({0});  // worker 1 on GPU 0
+  run({1});  // worker 2 on GPU 1: another shape, worker 1 stays (no GPU shared)
+  ASSERT_EQ(fake->started.size(), 2u);
+  EXPECT_EQ(fake->started[0].gpu_ids, std::vector<int>({0}));
+  EXPECT_EQ(fake->started[1].gpu_ids, std::vector<int>({1}));
+  EXPECT_FALSE(fake->workers[0]->stopped);
+  run({1});  // the same GPU: worker 2 again, no new worker
+  EXPECT_EQ(fake->started.size(), 2u);
+  run({0, 1});  // both GPUs: the idle workers on them are retired first
+  ASSERT_EQ(fake->started.size(), 3u);
+  EXPECT_TRUE(fake->workers[0]->stopped);
+  EXPECT_TRUE(fake->workers[1]->stopped);
+  EXPECT_FALSE(fake->workers[2]->stopped);
+  EXPECT_EQ(fake->started[2].gpu_ids, std::vector<int>({0, 1}));
 }
 
 // --- the spec field and the refusal -------------------------------------------------------------
