@@ -322,9 +322,9 @@ Status PlanSweep(const PlanFlags& f) {
   for (const auto& [label, n] : plan.dropped) fmt::print(", {} dropped by {}", n, label);
   if (plan.duplicates > 0) fmt::print(", {} duplicates merged", plan.duplicates);
   fmt::print(
-      "\nestimated slot-seconds {:.0f}; on {} slot(s): lower bound {:.0f} s, longest-first "
+      "\nestimated slot-seconds {:.0f}; on {} slot(s){}: lower bound {:.0f} s, longest-first "
       "plan {:.0f} s (estimates from the budget; see docs/spec.md)\n",
-      slot_seconds, f.slots, lower, lpt);
+      slot_seconds, f.slots, gpu_runs > 0 ? fmt::format(" and {} GPU(s)", gpus) : "", lower, lpt);
   if (gpu_runs > 0) {
     fmt::print(
         "GPUs: {} of {} runs use GPUs (at most {} per run, {:.0f} GPU-seconds); pool {} GPU(s) "

@@ -331,6 +331,10 @@ class Execution {
     if (first_start_ > 0) out_.wall_seconds = last_end_ - first_start_;
     out_.lower_bound_seconds =
         std::max(longest_, out_.busy_slot_seconds / std::max(1, options_.slots));
+    if (options_.gpus > 0) {
+      out_.lower_bound_seconds =
+          std::max(out_.lower_bound_seconds, out_.busy_gpu_seconds / options_.gpus);
+    }
     return OkStatus();
   }
 
@@ -457,6 +461,7 @@ class Execution {
     const double seconds = now - a.started;
     longest_ = std::max(longest_, seconds);
     out_.busy_slot_seconds += seconds * a.slots;
+    out_.busy_gpu_seconds += seconds * static_cast<double>(a.gpu_ids.size());
     run_seconds_sum_ += seconds;
     ++runs_timed_;
 
@@ -755,6 +760,15 @@ class Execution {
     for (const auto& r : plan_.runs) mean_slots += std::min(r.slots, options_.slots);
     mean_slots = plan_.runs.empty() ? 1 : mean_slots / static_cast<double>(plan_.runs.size());
     c.parallelism = std::max(1.0, options_.slots / std::max(1.0, mean_slots));
+    if (options_.gpus > 0) {
+      // GPU runs are also limited by the GPUs: as many at once as the mean need fits.
+      double mean_gpus = 0;
+      for (const auto& r : plan_.runs) mean_gpus += r.gpus;
+      mean_gpus = plan_.runs.empty() ? 0 : mean_gpus / static_cast<double>(plan_.runs.size());
+      if (mean_gpus > 0) {
+        c.parallelism = std::min(c.parallelism, std::max(1.0, options_.gpus / mean_gpus));
+      }
+    }
     options_.progress->Update(c, now);
   }
 

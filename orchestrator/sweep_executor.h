@@ -81,8 +81,10 @@ struct SweepOutcome {
   int attempts = 0;                // attempts started by this call
   bool stopped = false;            // a stop request ended the sweep early
   double wall_seconds = 0;         // from first launch to last end
-  double lower_bound_seconds = 0;  // max(longest attempt, slot-seconds / slots), observed
+  double lower_bound_seconds = 0;  // max(longest attempt, slot-seconds / slots, GPU-seconds /
+                                   // GPUs when GPUs are counted), observed
   double busy_slot_seconds = 0;    // sum over attempts of slots x duration
+  double busy_gpu_seconds = 0;     // sum over attempts of GPUs held x duration
 };
 
 StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results::Store& store,

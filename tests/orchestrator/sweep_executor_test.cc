@@ -402,6 +402,9 @@ TEST_F(SweepExecutorTest, GpuRunWaitsForAFreeGpuAndGetsItsIds) {
   EXPECT_EQ(starts[2].gpu_ids.size(), 1u);
   EXPECT_TRUE(launcher_.gpu_holder.empty());  // every GPU given back
   for (int g : launcher_.gpus_per_rank) EXPECT_EQ(g, 1);
+  // The observed lower bound counts GPU-seconds: 3 x 5 s on 2 GPUs, above 5 s and 15 / 4 slots.
+  EXPECT_NEAR(out.busy_gpu_seconds, 15, 1.5);
+  EXPECT_NEAR(out.lower_bound_seconds, 7.5, 1.0);
 }
 
 // A run that fails gives its GPUs back before its retry, which gets GPUs again; no id is ever
