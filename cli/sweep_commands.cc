@@ -236,6 +236,9 @@ std::string ParamsText(const orch::PlannedRun& r) {
 Status PlanSweep(const PlanFlags& f) {
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
   auto& [spec, plan] = loaded;
+  // A run needing more GPUs than the pool could never start (as `sweep run` refuses it).
+  BATCHLAB_ASSIGN_OR_RETURN(const int gpus, PoolGpus(f.gpus));
+  BATCHLAB_RETURN_IF_ERROR(orch::CheckGpuNeeds(spec, plan, gpus).WithContext(f.spec_path));
   // Every resolved config is judged as `sweep run` would judge it; without a built-in runner
   // the plan is still printed, with a note.
   if (!f.no_validate) {
@@ -256,8 +259,6 @@ Status PlanSweep(const PlanFlags& f) {
     BATCHLAB_RETURN_IF_ERROR(
         orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env).WithContext(f.spec_path));
   }
-  BATCHLAB_ASSIGN_OR_RETURN(const int gpus, PoolGpus(f.gpus));
-  BATCHLAB_RETURN_IF_ERROR(orch::CheckGpuNeeds(spec, plan, gpus).WithContext(f.spec_path));
   std::vector<orch::QueuedJob> jobs;
   double slot_seconds = 0, gpu_seconds = 0;
   int gpu_runs = 0, max_gpus = 0;
