@@ -17,6 +17,8 @@ constexpr long long kMaxRanksPerNode = 4'096;
 constexpr long long kMaxWorldSize = 1'048'576;  // nodes x ranks_per_node
 constexpr long long kMaxAccumulation = 65'536;
 constexpr long long kMaxThreads = 1'024;  // threads, resources.slots_per_rank, slurm.cpus_per_task
+// resources.gpus_per_rank: world_size x GPUs per rank stays below 2^27, an int.
+constexpr long long kMaxGpusPerRank = 64;
 constexpr long long kMaxPointsEnumerated = 2'000'000;  // cross product; also repeats, random.count,
                                                        // max_runs
 constexpr long long kMaxRetries = 100;

@@ -23,6 +23,7 @@
 #include "cli/live_status.h"
 #include "orchestrator/config_validation.h"
 #include "orchestrator/expansion.h"
+#include "orchestrator/gpu_slots.h"
 #include "orchestrator/local_launcher.h"
 #include "orchestrator/runner_locator.h"
 #include "orchestrator/scheduler.h"
@@ -50,6 +51,7 @@ int DefaultSlots() {
 struct RunFlags {
   std::string spec_path;
   int slots = DefaultSlots();
+  std::optional<int> gpus;  // default: this machine's (orchestrator/gpu_slots.h, DetectGpus)
   std::string runs_dir = "runs";
   std::string backend = "local";
   std::string runner;
@@ -62,6 +64,7 @@ struct RunFlags {
 struct PlanFlags {
   std::string spec_path;
   int slots = DefaultSlots();
+  std::optional<int> gpus;
   std::optional<long long> max_runs;
   std::string format = "table";
   bool json = false;  // the old spelling of --format json
@@ -122,11 +125,26 @@ std::string ProgramsText(const orch::Plan& plan, const orch::LaunchTools& tools)
   return out;
 }
 
+// The pool's GPUs: --gpus, else this machine's (CUDA_VISIBLE_DEVICES, else /dev/nvidia<N>).
+StatusOr<int> PoolGpus(const std::optional<int>& flag) {
+  if (flag && *flag < 0) {
+    return InvalidArgumentError(fmt::format("--gpus {}: must be 0 or more", *flag));
+  }
+  return flag ? *flag : orch::DetectGpus();
+}
+
 Status RunSweep(const RunFlags& f, CliContext& ctx) {
   // Everything that can be wrong with the input is checked before the database is opened.
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
   auto& [spec, plan] = loaded;
   if (f.slots < 1) return InvalidArgumentError("--slots: must be at least 1");
+  // GPUs: counted on the local pool (--gpus, default this machine's); under Slurm only when
+  // --gpus is given (a cap on the GPUs in flight), as the cluster allocates them otherwise.
+  BATCHLAB_ASSIGN_OR_RETURN(const int gpus, PoolGpus(f.gpus));
+  const bool count_gpus = f.backend == "local" || f.gpus.has_value();
+  if (count_gpus) {
+    BATCHLAB_RETURN_IF_ERROR(orch::CheckGpuNeeds(spec, plan, gpus).WithContext(f.spec_path));
+  }
   BATCHLAB_ASSIGN_OR_RETURN(orch::LaunchTools tools, LocateTools(plan, f.runner));
   if (!f.no_validate) {
     BATCHLAB_RETURN_IF_ERROR(
@@ -167,14 +185,16 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
   progress.SetDetail(RunningRunsDetail(ctx.db_path, spec.name));
   orch::ExecutorOptions opts;
   opts.slots = f.slots;
+  opts.gpus = count_gpus ? gpus : -1;
   opts.runs_dir = f.runs_dir;
   opts.new_version = f.new_version;
   opts.stop_requested = [&signals] { return signals.requested(); };
   opts.progress = &progress;
   opts.tools = tools;
   if (f.backend == "slurm") opts.poll_seconds = 0.5;
-  fmt::print(stderr, "[{}] {} runs on {} slot(s), backend {}, runner {}\n", spec.name,
-             plan.runs.size(), f.slots, launcher->name(), ProgramsText(plan, tools));
+  fmt::print(stderr, "[{}] {} runs on {} slot(s){}, backend {}, runner {}\n", spec.name,
+             plan.runs.size(), f.slots, count_gpus ? fmt::format(" and {} GPU(s)", gpus) : "",
+             launcher->name(), ProgramsText(plan, tools));
   BATCHLAB_ASSIGN_OR_RETURN(orch::SweepOutcome out,
                             orch::ExecuteSweep(spec, plan, *store, *launcher, opts));
   progress.Finish();
@@ -216,6 +236,9 @@ std::string ParamsText(const orch::PlannedRun& r) {
 Status PlanSweep(const PlanFlags& f) {
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
   auto& [spec, plan] = loaded;
+  // A run needing more GPUs than the pool could never start (as `sweep run` refuses it).
+  BATCHLAB_ASSIGN_OR_RETURN(const int gpus, PoolGpus(f.gpus));
+  BATCHLAB_RETURN_IF_ERROR(orch::CheckGpuNeeds(spec, plan, gpus).WithContext(f.spec_path));
   // Every resolved config is judged as `sweep run` would judge it; without a built-in runner
   // the plan is still printed, with a note.
   if (!f.no_validate) {
@@ -237,19 +260,26 @@ Status PlanSweep(const PlanFlags& f) {
         orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env).WithContext(f.spec_path));
   }
   std::vector<orch::QueuedJob> jobs;
-  double slot_seconds = 0;
+  double slot_seconds = 0, gpu_seconds = 0;
+  int gpu_runs = 0, max_gpus = 0;
   for (const auto& r : plan.runs) {
-    jobs.push_back({r.ordinal, r.slots, r.expected_seconds, 0});
+    jobs.push_back({r.ordinal, r.slots, r.expected_seconds, 0, 0, r.gpus});
     slot_seconds += std::min(r.slots, f.slots) * r.expected_seconds;
+    gpu_seconds += r.gpus * r.expected_seconds;
+    gpu_runs += r.gpus > 0 ? 1 : 0;
+    max_gpus = std::max(max_gpus, r.gpus);
   }
-  const double lower = orch::MakespanLowerBound(jobs, f.slots);
-  const double lpt = orch::SimulateMakespan(jobs, f.slots);
+  const double lower = orch::MakespanLowerBound(jobs, f.slots, gpus);
+  const double lpt = orch::SimulateMakespan(jobs, f.slots, gpus);
   if (f.json || f.format == "json") {
     nlohmann::json out = {{"sweep", spec.name},
                           {"spec_hash", spec.spec_hash},
                           {"points", plan.points},
                           {"duplicates", plan.duplicates},
                           {"slots", f.slots},
+                          {"gpus", gpus},
+                          {"gpu_runs", gpu_runs},
+                          {"gpu_seconds", gpu_seconds},
                           {"lower_bound_seconds", lower},
                           {"planned_makespan_seconds", lpt}};
     out["dropped"] = nlohmann::json::object();
@@ -261,6 +291,9 @@ Status PlanSweep(const PlanFlags& f) {
                              {"params", r.params},
                              {"world_size", r.world_size},
                              {"slots", r.slots},
+                             {"gpus", r.gpus},
+                             {"gpus_per_rank", r.gpus_per_rank},
+                             {"cuda", orch::GpuMappingText(r)},
                              {"expected_seconds", r.expected_seconds},
                              {"scaled_lr", r.scaled_lr},
                              {"config", r.config}});
@@ -271,15 +304,15 @@ Status PlanSweep(const PlanFlags& f) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : plan.runs) {
     rows.push_back({std::to_string(r.ordinal), r.id, std::to_string(r.world_size),
-                    std::to_string(r.slots),
+                    std::to_string(r.slots), std::to_string(r.gpus),
                     std::to_string(r.config["local_batch_size"].get<long long>()),
                     std::to_string(r.config["micro_batch_size"].get<long long>()),
                     results::FormatNumber(r.scaled_lr), results::FormatNumber(r.expected_seconds),
-                    ParamsText(r)});
+                    orch::GpuMappingText(r), ParamsText(r)});
   }
-  const std::vector<std::string> columns = {"ordinal", "run_id",      "world_size",
-                                            "slots",   "local_batch", "micro_batch",
-                                            "lr",      "est_seconds", "params"};
+  const std::vector<std::string> columns = {"ordinal",     "run_id",      "world_size",  "slots",
+                                            "gpus",        "local_batch", "micro_batch", "lr",
+                                            "est_seconds", "cuda",        "params"};
   if (f.format == "csv") {
     fmt::print("{}", results::FormatRows(columns, rows, results::OutputFormat::kCsv));
     return OkStatus();
@@ -290,9 +323,17 @@ Status PlanSweep(const PlanFlags& f) {
   for (const auto& [label, n] : plan.dropped) fmt::print(", {} dropped by {}", n, label);
   if (plan.duplicates > 0) fmt::print(", {} duplicates merged", plan.duplicates);
   fmt::print(
-      "\nestimated slot-seconds {:.0f}; on {} slot(s): lower bound {:.0f} s, longest-first "
+      "\nestimated slot-seconds {:.0f}; on {} slot(s){}: lower bound {:.0f} s, longest-first "
       "plan {:.0f} s (estimates from the budget; see docs/spec.md)\n",
-      slot_seconds, f.slots, lower, lpt);
+      slot_seconds, f.slots, gpu_runs > 0 ? fmt::format(" and {} GPU(s)", gpus) : "", lower, lpt);
+  if (gpu_runs > 0) {
+    fmt::print(
+        "GPUs: {} of {} runs use GPUs (at most {} per run, {:.0f} GPU-seconds); pool {} GPU(s) "
+        "(--gpus), CUDA_VISIBLE_DEVICES set per run, each rank's device its local rank\n",
+        gpu_runs, plan.runs.size(), max_gpus, gpu_seconds, gpus);
+  } else {
+    fmt::print("GPUs: none requested (resources.gpus_per_rank 0); pool {} GPU(s)\n", gpus);
+  }
   return OkStatus();
 }
 
@@ -324,6 +365,9 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   run->add_option("SPEC", run_flags->spec_path, "Sweep spec (JSON, see docs/spec.md)")->required();
   run->add_option("--slots", run_flags->slots, "Cores to fill (default: this machine's)")
       ->capture_default_str();
+  run->add_option("--gpus", run_flags->gpus,
+                  "GPUs in the pool (default: this machine's: CUDA_VISIBLE_DEVICES, else "
+                  "/dev/nvidia*; under --backend slurm not counted unless given)");
   run->add_option("--runs-dir", run_flags->runs_dir, "Where attempt directories go")
       ->capture_default_str();
   run->add_option("--backend", run_flags->backend, "local (mpirun) or slurm (sbatch)")
@@ -349,6 +393,9 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   AddVersionFlag(*plan);
   plan->add_option("SPEC", plan_flags->spec_path, "Sweep spec (JSON)")->required();
   plan->add_option("--slots", plan_flags->slots, "Slots to plan for")->capture_default_str();
+  plan->add_option("--gpus", plan_flags->gpus,
+                   "GPUs to plan for (default: this machine's: CUDA_VISIBLE_DEVICES, else "
+                   "/dev/nvidia*)");
   plan->add_option("--max-runs", plan_flags->max_runs, "Override the spec's max_runs limit");
   AddFormatOption(*plan, plan_flags->format, {"table", "csv", "json"},
                   "table, csv (the runs) or json (with resolved configs)");

@@ -378,6 +378,9 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
                                    ? spec.resources.slots_per_rank
                                    : config["threads"].get<long long>();
     run.slots = static_cast<int>(world * per_rank);
+    // At most 2^20 ranks x 2^10 GPUs per rank (spec_bounds.h, spec.cc): an int.
+    run.gpus_per_rank = spec.resources.gpus_per_rank;
+    run.gpus = static_cast<int>(world * spec.resources.gpus_per_rank);
     run.expected_seconds = ExpectedSeconds(spec, config, static_cast<int>(world));
     run.scaled_lr = ScaledLr(config);
     run.params = std::move(params);

@@ -39,6 +39,8 @@ struct PlannedRun {
   std::map<std::string, std::string> sources;  // swept path -> spec JSON path ("axes.x[1]")
   int world_size = 1;
   int slots = 1;                // world_size x slots_per_rank: cores the run occupies
+  int gpus_per_rank = 0;        // resources.gpus_per_rank
+  int gpus = 0;                 // world_size x gpus_per_rank: GPUs the run occupies (gpu_slots.h)
   double expected_seconds = 1;  // for longest-first packing and the first ETA
   double scaled_lr = 0;         // lr.base scaled by lr.rule at batch_size (display only)
   Program program;              // what runs it: the built-in runner or the user's program

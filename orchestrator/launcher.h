@@ -33,6 +33,10 @@ struct LaunchRequest {
   int world_size = 1;
   int slots = 1;  // cores the run occupies (world_size x slots per rank)
   int cpus_per_rank = 1;
+  int gpus_per_rank = 0;  // resources.gpus_per_rank (Slurm: --gpus-per-task)
+  // The pool's GPUs this run holds (gpu_slots.h; world_size x gpus_per_rank of them, empty when
+  // none or not counted): the local launcher sets CUDA_VISIBLE_DEVICES to them.
+  std::vector<int> gpu_ids;
   double timeout_seconds = 0;  // 0: none (Slurm: the spec's time limit applies)
   // What each rank runs (program.h): mpirun (or srun under Slurm) starts `rank_command` on every
   // rank; a torchrun-style launch starts `spawn_command` once locally (it starts the ranks) or

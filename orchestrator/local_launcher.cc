@@ -15,6 +15,7 @@
 #include <boost/process/extend.hpp>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/gpu_slots.h"
 #include "orchestrator/job_processes.h"
 
 extern char** environ;
@@ -102,8 +103,8 @@ class LocalJob final : public Job {
 class LocalLauncher final : public Launcher {
  public:
   explicit LocalLauncher(LocalLaunchSettings settings)
-      : settings_(std::move(settings)), host_(HostName()) {
-    overrides_ = LaunchEnvironmentOverrides(settings_.env, CurrentEnvironment());
+      : settings_(std::move(settings)), host_(HostName()), current_(CurrentEnvironment()) {
+    overrides_ = LaunchEnvironmentOverrides(settings_.env, current_);
   }
 
   const char* name() const override { return "local"; }
@@ -132,7 +133,7 @@ class LocalLauncher final : public Launcher {
     bp::environment env = boost::this_process::environment();
     // set(), not operator[]: Boost 1.74's environment::find reads past shorter entries (ASan).
     for (const auto& [k, v] : overrides_) env.set(k, v);
-    for (const auto& [k, v] : request.env) env.set(k, v);
+    for (const auto& [k, v] : RequestEnvironment(request, current_)) env.set(k, v);
     const std::string dir = request.attempt_dir;
     env.set(kAttemptDirVariable, dir);  // tags every process of the job (job_processes.h)
     const std::string workdir = request.workdir.empty() ? dir : request.workdir;
@@ -167,6 +168,7 @@ class LocalLauncher final : public Launcher {
  private:
   LocalLaunchSettings settings_;
   std::string host_;
+  std::map<std::string, std::string> current_;  // the orchestrator's own environment
   std::map<std::string, std::string> overrides_;
 };
 
@@ -190,7 +192,7 @@ std::vector<std::string> MpirunArguments(const LocalLaunchSettings& settings,
   if (as_root) args.push_back("--allow-run-as-root");
   if (oversubscribed) args.push_back("--oversubscribe");
   args.insert(args.end(), settings.mpirun_args.begin(), settings.mpirun_args.end());
-  for (const auto& [name, value] : request.env) {
+  for (const auto& [name, value] : RequestEnvironment(request, {})) {
     args.push_back("-x");  // to every rank, on every node
     args.push_back(name);
   }
@@ -218,6 +220,15 @@ std::map<std::string, std::string> LaunchEnvironmentOverrides(
     if (!current.count(k)) out[k] = v;
   }
   for (const auto& [k, v] : spec_env) out[k] = v;
+  return out;
+}
+
+std::map<std::string, std::string> RequestEnvironment(
+    const LaunchRequest& request, const std::map<std::string, std::string>& current) {
+  std::map<std::string, std::string> out = request.env;
+  if (!request.gpu_ids.empty()) {
+    out[kCudaVisibleDevices] = CudaVisibleDevices(request.gpu_ids, current);
+  }
   return out;
 }
 

@@ -13,7 +13,8 @@
 // the spec's `launch.env` wins over both. Ranks pinned to cores only when the cores are the
 // run's own (BindingArguments below; concurrent jobs must not all pin to core 0),
 // `--allow-run-as-root` when running as root, `--oversubscribe` only when the run needs more ranks
-// than the pool's slots or the machine's cores.
+// than the pool's slots or the machine's cores. A run holding GPUs (LaunchRequest::gpu_ids) gets
+// CUDA_VISIBLE_DEVICES set to them (RequestEnvironment below).
 //
 //   LocalLaunchSettings s{.pool_slots = 2};
 //   auto launcher = MakeLocalLauncher(s);
@@ -52,6 +53,13 @@ std::vector<std::string> MpirunArguments(const LocalLaunchSettings& settings,
 std::map<std::string, std::string> LaunchEnvironmentOverrides(
     const std::map<std::string, std::string>& spec_env,
     const std::map<std::string, std::string>& current);
+
+// The variables a request sets for every rank (mpirun forwards each with -x): its `env`, and
+// CUDA_VISIBLE_DEVICES = the GPUs it holds (gpu_ids, named through the orchestrator's own
+// CUDA_VISIBLE_DEVICES in `current` when that is set, gpu_slots.h) when it holds any. With the
+// run's devices visible in order, each rank's CUDA device is its local rank.
+std::map<std::string, std::string> RequestEnvironment(
+    const LaunchRequest& request, const std::map<std::string, std::string>& current);
 
 std::unique_ptr<Launcher> MakeLocalLauncher(LocalLaunchSettings settings);
 

@@ -46,6 +46,18 @@ void ParseExitCode(const std::string& text, SlurmJobInfo* info) {
   }
 }
 
+// The spec's sbatch_args already ask for GPUs (their request wins over gpus_per_rank's).
+bool RequestsGpus(const std::vector<std::string>& sbatch_args) {
+  for (const std::string& arg : sbatch_args) {
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name == "--gres" || name == "--gpus" || name == "-G" || name == "--gpus-per-node" ||
+        name == "--gpus-per-task" || name == "--gpus-per-socket") {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool IsUnsatisfiable(const std::string& reason) {
   return reason == "PartitionNodeLimit" || reason == "PartitionTimeLimit" ||
          reason == "BadConstraints" || reason == "PartitionConfig";
@@ -204,6 +216,11 @@ std::vector<std::string> SbatchArguments(const SlurmLaunchSettings& settings,
       "--export=ALL",
   };
   if (!settings.slurm.partition.empty()) a.push_back("--partition=" + settings.slurm.partition);
+  if (request.gpus_per_rank > 0 && !RequestsGpus(settings.slurm.sbatch_args)) {
+    // GPUs counted per node: ranks_per_node x g on each node; Slurm sets CUDA_VISIBLE_DEVICES
+    // to the node's GPUs of the job, so each rank's device is its local rank.
+    a.push_back(fmt::format("--gpus-per-task={}", request.gpus_per_rank));
+  }
   a.insert(a.end(), settings.slurm.sbatch_args.begin(), settings.slurm.sbatch_args.end());
   a.push_back(script);
   if (request.launch == LaunchMode::kTorchrun) {

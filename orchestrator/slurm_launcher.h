@@ -1,7 +1,8 @@
 // Slurm backend: each attempt is one `sbatch` job (nodes, tasks per node, CPUs per task and time
-// limit from the run and the spec's `slurm` section) whose batch script runs
-// `mpirun <rank command>` inside the allocation (`srun <rank command>` for a torchrun-style user
-// program). The script is fixed: it exports MASTER_ADDR (the allocation's first node) and then
+// limit from the run and the spec's `slurm` section; `--gpus-per-task=g` for
+// resources.gpus_per_rank g > 0 unless slurm.sbatch_args ask for GPUs themselves) whose batch
+// script runs `mpirun <rank command>` inside the allocation (`srun <rank command>` for a
+// torchrun-style user program). The script is fixed: it exports MASTER_ADDR (the allocation's first node) and then
 // `exec "$@"`: the command line is passed to sbatch as arguments, never as shell text.
 // States and exit codes are read back from Slurm (`scontrol show job`, then `sacct` once the
 // controller has forgotten the job), not assumed from submission; Terminate/Kill map to

@@ -364,7 +364,8 @@ Status ParseResources(const ordered_json& r, Resources* out) {
   if (!r.is_object()) return Bad("resources", "is not an object");
   BATCHLAB_RETURN_IF_ERROR(OnlyKeys(r, "resources",
                                     {"slots_per_rank", "timeout_seconds", "retries",
-                                     "retry_backoff_seconds", "expected_seconds"}));
+                                     "retry_backoff_seconds", "expected_seconds",
+                                     "gpus_per_rank"}));
   if (r.contains("slots_per_rank")) {
     BATCHLAB_ASSIGN_OR_RETURN(
         long long v, Integer(r["slots_per_rank"], "resources.slots_per_rank", 1, kMaxThreads));
@@ -389,6 +390,18 @@ Status ParseResources(const ordered_json& r, Resources* out) {
     BATCHLAB_ASSIGN_OR_RETURN(
         out->expected_seconds,
         Number(r["expected_seconds"], "resources.expected_seconds", 0, kMaxSeconds));
+  }
+  if (r.contains("gpus_per_rank")) {
+    const ordered_json& g = r["gpus_per_rank"];
+    if (!g.is_number_integer() && g.is_number() && g.get<double>() >= 0) {
+      return Bad("resources.gpus_per_rank",
+                 fmt::format("{} is not a whole number of GPUs: give each rank 0, 1, 2, ... GPUs "
+                             "(GPUs are not shared between ranks)",
+                             g.dump()));
+    }
+    BATCHLAB_ASSIGN_OR_RETURN(
+        long long v, Integer(g, "resources.gpus_per_rank", 0, kMaxGpusPerRank));
+    out->gpus_per_rank = static_cast<int>(v);
   }
   return OkStatus();
 }
@@ -520,6 +533,11 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
   }
   if (doc.contains("launch")) BATCHLAB_RETURN_IF_ERROR(ParseLaunch(doc["launch"], &spec->launch));
   if (doc.contains("slurm")) BATCHLAB_RETURN_IF_ERROR(ParseSlurm(doc["slurm"], &spec->slurm));
+  if (spec->resources.gpus_per_rank > 0 && spec->launch.env.count("CUDA_VISIBLE_DEVICES")) {
+    return Bad("launch.env.CUDA_VISIBLE_DEVICES",
+               "is set by batchlab for a run with resources.gpus_per_rank > 0 (to the GPUs it "
+               "hands the run); remove it from launch.env, or limit the GPUs with `--gpus N`");
+  }
   if (doc.contains("prune")) {
     if (!doc["prune"].is_boolean()) {
       return Bad("prune", "is not true or false (false turns exact pruning off; default true)");

@@ -64,6 +64,7 @@ struct Resources {
   int retries = 1;                   // extra attempts after a failure or timeout
   double retry_backoff_seconds = 2;  // doubled after every failed attempt
   double expected_seconds = 0;       // per run, for packing and ETA; 0: estimated from the budget
+  int gpus_per_rank = 0;             // GPUs each rank owns (gpu_slots.h); 0: a CPU run
 };
 
 struct LaunchSettings {

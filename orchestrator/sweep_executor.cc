@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <thread>
@@ -14,6 +15,7 @@
 #include <fmt/ranges.h>
 #include <boost/filesystem.hpp>
 
+#include "orchestrator/gpu_slots.h"
 #include "orchestrator/lr_search.h"
 #include "orchestrator/pruning.h"
 #include "orchestrator/scheduler.h"
@@ -97,6 +99,7 @@ struct Active {
   double end_seen = 0;      // when the end line was first seen (0: not yet)
   bool stop_after_end = false;
   int slots = 1;
+  std::vector<int> gpu_ids;  // the GPUs it holds (gpu_slots.h), released when it ends
   int port = 0;              // MASTER_PORT of a user program's ranks (0: none)
   double prune_sent = 0;     // when the stop file was written (0: not pruned)
   std::string prune_reason;  // why (pruning.h)
@@ -125,6 +128,7 @@ class Execution {
         options_(options),
         runs_dir_(fs::absolute(options.runs_dir).lexically_normal().string()),
         queue_(options.slots),
+        gpu_pool_(std::max(0, options.gpus)),
         attempt_(plan.runs.size(), 0),
         failures_(plan.runs.size(), 0) {
     for (size_t i = 0; i < plan_.runs.size(); ++i) Track(i);
@@ -135,6 +139,8 @@ class Execution {
   }
 
   StatusOr<SweepOutcome> Run() {
+    // A run needing more GPUs than the pool has could never start: refused before anything.
+    if (options_.gpus >= 0) BATCHLAB_RETURN_IF_ERROR(CheckGpuNeeds(spec_, plan_, options_.gpus));
     BATCHLAB_ASSIGN_OR_RETURN(auto sweep, OpenSweep(store_, spec_, options_.new_version,
                                                     &out_.new_sweep, &out_.extended));
     out_.sweep_id = sweep.id;
@@ -208,7 +214,7 @@ class Execution {
         Event(
             fmt::format("run {} was interrupted in attempt {}; it runs again", r.id, rec.attempt));
       }
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i)});
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i), r.gpus});
     }
     if (out_.skipped > 0)
       Event(fmt::format("{} of {} runs already finished; skipped", out_.skipped, out_.total));
@@ -251,7 +257,10 @@ class Execution {
           taking.push_back(i);
           return false;
         };
-        for (int key : queue_.TakeStartable(options_.slots - used, now, defer)) {
+        // GPUs are a second resource: a run starts only when its slots and its GPUs are free.
+        const int free_gpus =
+            options_.gpus < 0 ? std::numeric_limits<int>::max() : gpu_pool_.free();
+        for (int key : queue_.TakeStartable(options_.slots - used, free_gpus, now, defer)) {
           // A run that can no longer change the answer is never started.
           if (std::optional<std::string> why = prune_.WhyPrune(static_cast<size_t>(key))) {
             BATCHLAB_RETURN_IF_ERROR(PruneWaiting(static_cast<size_t>(key), *why));
@@ -307,6 +316,7 @@ class Execution {
           continue;
         }
         const size_t index = a.index;
+        gpu_pool_.Release(a.gpu_ids);  // before Finish: a retry may take them again
         BATCHLAB_RETURN_IF_ERROR(Finish(a, st, stopping));
         active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
         if (!stopping) {
@@ -321,6 +331,10 @@ class Execution {
     if (first_start_ > 0) out_.wall_seconds = last_end_ - first_start_;
     out_.lower_bound_seconds =
         std::max(longest_, out_.busy_slot_seconds / std::max(1, options_.slots));
+    if (options_.gpus > 0) {
+      out_.lower_bound_seconds =
+          std::max(out_.lower_bound_seconds, out_.busy_gpu_seconds / options_.gpus);
+    }
     return OkStatus();
   }
 
@@ -356,12 +370,23 @@ class Execution {
     req.slots = std::min(r.slots, options_.slots);
     req.cpus_per_rank = std::max(1, r.slots / std::max(1, r.world_size));
     req.timeout_seconds = spec_.resources.timeout_seconds;
+    req.gpus_per_rank = r.gpus_per_rank;
+    if (options_.gpus >= 0 && r.gpus > 0) {
+      // The scheduler took the run because its GPUs are free: these are its own until it ends.
+      std::optional<std::vector<int>> ids = gpu_pool_.Allocate(r.gpus);
+      if (!ids) {
+        return InternalError(fmt::format("run {} was started with {} GPU(s) needed but {} free",
+                                         r.id, r.gpus, gpu_pool_.free()));
+      }
+      req.gpu_ids = *ids;
+    }
     const double now = now_();
     if (first_start_ == 0) first_start_ = now;
     Status described = DescribeRanks(r, &req);
     StatusOr<std::unique_ptr<Job>> job =
         described.ok() ? launcher_.Start(req) : StatusOr<std::unique_ptr<Job>>(described);
     if (!job.ok()) {
+      gpu_pool_.Release(req.gpu_ids);
       BATCHLAB_RETURN_IF_ERROR(
           store_.Transition(r.id, RunState::kFailed, {std::nullopt, job.status().message()}));
       last_end_ = now;
@@ -375,10 +400,13 @@ class Execution {
     a.started = now;
     a.last_ingest = now;
     a.slots = req.slots;
+    a.gpu_ids = req.gpu_ids;
     a.port = req.env.count("MASTER_PORT") ? std::stoi(req.env.at("MASTER_PORT")) : 0;
     if (spec_.resources.timeout_seconds > 0) a.deadline = now + spec_.resources.timeout_seconds;
     prune_.SetRunning(i, -1);
-    Event(fmt::format("run {} ({}) started, attempt {}", r.id, ParamsText(r), attempt));
+    Event(fmt::format(
+        "run {} ({}) started, attempt {}{}", r.id, ParamsText(r), attempt,
+        a.gpu_ids.empty() ? std::string() : fmt::format(", GPUs {}", fmt::join(a.gpu_ids, ","))));
     active_.push_back(std::move(a));
     return OkStatus();
   }
@@ -433,6 +461,7 @@ class Execution {
     const double seconds = now - a.started;
     longest_ = std::max(longest_, seconds);
     out_.busy_slot_seconds += seconds * a.slots;
+    out_.busy_gpu_seconds += seconds * static_cast<double>(a.gpu_ids.size());
     run_seconds_sum_ += seconds;
     ++runs_timed_;
 
@@ -517,7 +546,8 @@ class Execution {
                                          results::RunStateName(state), failures_[i],
                                          spec_.resources.retries, backoff)));
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {}));
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, now_() + backoff, Priority(i)});
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, now_() + backoff, Priority(i),
+                  r.gpus});
       Event(fmt::format("run {} {} ({}); retry {}/{} in {:.1f} s", r.id,
                         results::RunStateName(state), first_line, failures_[i],
                         spec_.resources.retries, backoff));
@@ -708,7 +738,7 @@ class Execution {
         ++out_.skipped;
         continue;
       }
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i)});
+      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i), r.gpus});
     }
     return OkStatus();
   }
@@ -730,6 +760,15 @@ class Execution {
     for (const auto& r : plan_.runs) mean_slots += std::min(r.slots, options_.slots);
     mean_slots = plan_.runs.empty() ? 1 : mean_slots / static_cast<double>(plan_.runs.size());
     c.parallelism = std::max(1.0, options_.slots / std::max(1.0, mean_slots));
+    if (options_.gpus > 0) {
+      // GPU runs are also limited by the GPUs: as many at once as the mean need fits.
+      double mean_gpus = 0;
+      for (const auto& r : plan_.runs) mean_gpus += r.gpus;
+      mean_gpus = plan_.runs.empty() ? 0 : mean_gpus / static_cast<double>(plan_.runs.size());
+      if (mean_gpus > 0) {
+        c.parallelism = std::min(c.parallelism, std::max(1.0, options_.gpus / mean_gpus));
+      }
+    }
     options_.progress->Update(c, now);
   }
 
@@ -740,6 +779,7 @@ class Execution {
   const ExecutorOptions& options_;
   const std::string runs_dir_;  // absolute
   LptQueue queue_;
+  GpuAllocator gpu_pool_;      // options_.gpus device ids (none when GPUs are not counted)
   std::vector<int> attempt_;   // last attempt number started (0: none)
   std::vector<int> failures_;  // failures during this call (for the retry limit)
   std::vector<Active> active_;

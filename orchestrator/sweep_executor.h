@@ -47,6 +47,10 @@ struct ExecutorClock {
 
 struct ExecutorOptions {
   int slots = 1;                    // cores in the pool
+  // GPUs in the pool (gpu_slots.h): a run holding world_size x gpus_per_rank of them starts only
+  // when they are free, gets their ids (LaunchRequest::gpu_ids) and gives them back when it ends;
+  // a plan with a run needing more is refused. -1: not counted (Slurm allocates them).
+  int gpus = 0;
   std::string runs_dir = "runs";    // attempt directories go under <runs_dir>/<sweep>/
   bool new_version = false;         // a changed spec becomes a new version instead of an error
   double poll_seconds = 0.01;       // how often children are polled
@@ -77,8 +81,10 @@ struct SweepOutcome {
   int attempts = 0;                // attempts started by this call
   bool stopped = false;            // a stop request ended the sweep early
   double wall_seconds = 0;         // from first launch to last end
-  double lower_bound_seconds = 0;  // max(longest attempt, slot-seconds / slots), observed
+  double lower_bound_seconds = 0;  // max(longest attempt, slot-seconds / slots, GPU-seconds /
+                                   // GPUs when GPUs are counted), observed
   double busy_slot_seconds = 0;    // sum over attempts of slots x duration
+  double busy_gpu_seconds = 0;     // sum over attempts of GPUs held x duration
 };
 
 StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results::Store& store,

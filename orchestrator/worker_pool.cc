@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,6 +47,7 @@ struct Worker {
   std::string key;
   std::string dir;
   int world_size = 1;
+  std::vector<int> gpu_ids;  // the GPUs its ranks hold (CUDA_VISIBLE_DEVICES), for its lifetime
   std::unique_ptr<Job> job;  // the worker's mpirun, from the inner launcher
   int next = 1;              // the number of its next job
   bool busy = false;
@@ -140,6 +142,10 @@ class Pool final : public Launcher {
     for (auto& w : workers_) {
       if (!w->busy && !w->retired && w->key == key && !w->Poll().done) return Assign(w, request);
     }
+    // An idle worker keeps its GPUs' memory: one on a GPU this run was handed is retired first.
+    for (auto& w : workers_) {
+      if (!w->busy && !w->retired && SharesGpu(*w, request)) w->Retire();
+    }
     // A new worker; retire idle ones (another shape first) to stay within max_workers.
     for (int pass = 0; pass < 2 && Live() >= settings_.max_workers; ++pass) {
       for (auto& w : workers_) {
@@ -159,6 +165,7 @@ class Pool final : public Launcher {
     auto w = std::make_shared<Worker>();
     w->key = key;
     w->world_size = request.world_size;
+    w->gpu_ids = request.gpu_ids;
     w->dir = fmt::format("{}/w{}", base_, ++started_);
     std::error_code ec;
     fs::create_directories(w->dir, ec);
@@ -202,7 +209,17 @@ class Pool final : public Launcher {
     std::string key = fmt::format("{} {} {} {} {}", r.world_size, r.nodes, r.ranks_per_node,
                                   r.slots, r.cpus_per_rank);
     for (const auto& [k, v] : r.env) key += "\n" + k + "=" + v;
+    // A worker's ranks stay on the GPUs it started with: reused only for a run handed the same.
+    key += "\ngpus=";
+    for (int id : r.gpu_ids) key += std::to_string(id) + ",";
     return key;
+  }
+
+  static bool SharesGpu(const Worker& w, const LaunchRequest& r) {
+    for (int id : w.gpu_ids) {
+      if (std::find(r.gpu_ids.begin(), r.gpu_ids.end(), id) != r.gpu_ids.end()) return true;
+    }
+    return false;
   }
 
   int Live() {

@@ -12,6 +12,10 @@
 // - a runner that does not speak the protocol (its worker exits before saying `ready`) is
 //   launched cold from then on, the first run included: nothing is lost, nothing is retried.
 //
+// A worker keeps the GPUs it started with (LaunchRequest::gpu_ids are part of its shape), and an
+// idle worker on a GPU handed to a new run is retired before that run starts: a GPU is never
+// used by two runs' processes at once.
+//
 // Other launches (user programs, torchrun) go to the inner launcher untouched. At most
 // `max_workers` workers live at once (idle ones of another shape are retired to make room); the
 // pool's destructor asks every worker to quit and stops what is left.

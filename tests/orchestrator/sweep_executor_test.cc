@@ -114,13 +114,21 @@ class FakeLauncher final : public Launcher {
     int attempt = 0;
     double t = 0;
     std::string dir;
+    std::vector<int> gpu_ids = {};  // "start": the GPUs the request holds
   };
 
   explicit FakeLauncher(Clock& clock) : clock_(clock) {}
   const char* name() const override { return "fake"; }
 
   StatusOr<std::unique_ptr<Job>> Start(const LaunchRequest& r) override {
-    calls.push_back({"start", r.run_id, r.attempt, clock_.t, r.attempt_dir});
+    calls.push_back({"start", r.run_id, r.attempt, clock_.t, r.attempt_dir, r.gpu_ids});
+    gpus_per_rank.push_back(r.gpus_per_rank);
+    // A GPU is never handed to two jobs that have not ended.
+    for (int id : r.gpu_ids) {
+      EXPECT_EQ(gpu_holder.count(id), 0u) << "GPU " << id << " handed to " << r.run_id << " while "
+                                          << gpu_holder[id] << " holds it";
+      gpu_holder[id] = r.run_id;
+    }
     Script s = script ? script(r) : Script{};
     auto job = std::make_unique<RecordingJob>(*this, r, FakeJob(clock_, s, r.attempt_dir));
     return std::unique_ptr<Job>(std::move(job));
@@ -138,13 +146,22 @@ class FakeLauncher final : public Launcher {
   std::function<Script(const LaunchRequest&)> script;
   std::vector<Call> calls;
   std::vector<std::string> cleaned;
+  std::map<int, std::string> gpu_holder;  // GPU id -> run of a job that has not ended
+  std::vector<int> gpus_per_rank;         // of every request
 
  private:
   class RecordingJob final : public Job {
    public:
     RecordingJob(FakeLauncher& l, LaunchRequest r, FakeJob job)
         : l_(l), r_(std::move(r)), job_(std::move(job)) {}
-    JobStatus Poll() override { return job_.Poll(); }
+    JobStatus Poll() override {
+      JobStatus st = job_.Poll();
+      if (st.done && !ended_) {
+        ended_ = true;
+        for (int id : r_.gpu_ids) l_.gpu_holder.erase(id);
+      }
+      return st;
+    }
     void Terminate() override {
       if (!terminated_) l_.calls.push_back({"terminate", r_.run_id, r_.attempt, l_.clock_.t, ""});
       terminated_ = true;
@@ -160,7 +177,7 @@ class FakeLauncher final : public Launcher {
     FakeLauncher& l_;
     LaunchRequest r_;
     FakeJob job_;
-    bool terminated_ = false, killed_ = false;
+    bool terminated_ = false, killed_ = false, ended_ = false;
   };
 
   Clock& clock_;
@@ -365,6 +382,73 @@ TEST_F(SweepExecutorTest, NewAttemptNeverReusesAnExistingFolder) {
   std::getline(in, kept);
   EXPECT_EQ(kept, "left by a crash before the attempt was recorded");
   EXPECT_EQ(Query("SELECT count(*) FROM attempts WHERE dir LIKE '%-2'"), 1);
+}
+
+// GPU slots (gpu_slots.h): with 4 free slots but 2 GPUs, only two 1-GPU runs run at once; the
+// third starts when a GPU is given back, and gets the lowest free id.
+TEST_F(SweepExecutorTest, GpuRunWaitsForAFreeGpuAndGetsItsIds) {
+  Load(R"({"gpus_per_rank": 1, "expected_seconds": 10})", "[64, 128, 256]");
+  options_.slots = 4;
+  options_.gpus = 2;
+  launcher_.script = [](const LaunchRequest&) { return Exits(5, 0); };
+  SweepOutcome out = Execute();
+  EXPECT_EQ(out.succeeded, 3);
+  auto starts = launcher_.Of("start");
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(starts[0].gpu_ids, std::vector<int>({0}));
+  EXPECT_EQ(starts[1].gpu_ids, std::vector<int>({1}));
+  EXPECT_NEAR(starts[1].t, starts[0].t, 0.01);  // together: two GPUs
+  EXPECT_NEAR(starts[2].t - starts[0].t, 5, 1.0);  // waited for a GPU though slots were free
+  EXPECT_EQ(starts[2].gpu_ids.size(), 1u);
+  EXPECT_TRUE(launcher_.gpu_holder.empty());  // every GPU given back
+  for (int g : launcher_.gpus_per_rank) EXPECT_EQ(g, 1);
+  // The observed lower bound counts GPU-seconds: 3 x 5 s on 2 GPUs, above 5 s and 15 / 4 slots.
+  EXPECT_NEAR(out.busy_gpu_seconds, 15, 1.5);
+  EXPECT_NEAR(out.lower_bound_seconds, 7.5, 1.0);
+}
+
+// A run that fails gives its GPUs back before its retry, which gets GPUs again; no id is ever
+// held twice (FakeLauncher checks every start).
+TEST_F(SweepExecutorTest, FailedRunGivesItsGpusBackAndItsRetryGetsThemAgain) {
+  Load(R"({"gpus_per_rank": 2, "retries": 2, "retry_backoff_seconds": 1})", "[64, 128]");
+  options_.slots = 8;
+  options_.gpus = 3;  // room for one 2-GPU run at a time
+  launcher_.script = [](const LaunchRequest& r) { return Exits(2, r.attempt == 1 ? 1 : 0); };
+  SweepOutcome out = Execute();
+  EXPECT_EQ(out.succeeded, 2);
+  EXPECT_EQ(out.attempts, 4);
+  auto starts = launcher_.Of("start");
+  ASSERT_EQ(starts.size(), 4u);
+  for (const auto& c : starts) EXPECT_EQ(c.gpu_ids, std::vector<int>({0, 1})) << c.run_id;
+  EXPECT_TRUE(launcher_.gpu_holder.empty());
+}
+
+// A plan whose run needs more GPUs than the pool (here none) is refused before anything starts.
+TEST_F(SweepExecutorTest, RunNeedingMoreGpusThanThePoolIsRefusedBeforeAnyStart) {
+  Load(R"({"gpus_per_rank": 1})");
+  options_.gpus = 0;
+  auto out = ExecuteSweep(spec_, plan_, *store_, launcher_, options_);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("resources.gpus_per_rank"), std::string::npos)
+      << out.status().message();
+  EXPECT_NE(out.status().message().find("--gpus"), std::string::npos) << out.status().message();
+  EXPECT_TRUE(launcher_.calls.empty());
+}
+
+// GPUs not counted (-1: Slurm allocates them): runs start on slots alone, with no ids, and the
+// request still carries gpus_per_rank for the backend.
+TEST_F(SweepExecutorTest, UncountedGpusStartOnSlotsAlone) {
+  Load(R"({"gpus_per_rank": 4})", "[64, 128]");
+  options_.slots = 2;
+  options_.gpus = -1;
+  SweepOutcome out = Execute();
+  EXPECT_EQ(out.succeeded, 2);
+  auto starts = launcher_.Of("start");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_NEAR(starts[1].t, starts[0].t, 0.01);
+  for (const auto& c : starts) EXPECT_TRUE(c.gpu_ids.empty());
+  for (int g : launcher_.gpus_per_rank) EXPECT_EQ(g, 4);
 }
 
 }  // namespace
