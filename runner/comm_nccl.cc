@@ -1,9 +1,11 @@
-// NcclCommunicator (see comm_nccl.h). Compiled only with BATCHLAB_WITH_NCCL; untested (no GPU).
+// NcclCommunicator (see comm_nccl.h). Compiled only with BATCHLAB_WITH_NCCL; run on an H100
+// (docs/runner-comm.md, "nccl").
 #include "runner/comm_nccl.h"
 
 #ifdef BATCHLAB_WITH_NCCL
 
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -98,6 +100,18 @@ class NcclWork : public Work {
   const char* what_;
 };
 
+// Ranks on this node as the launcher says (mpirun, MPICH hydra), 0 when it does not say.
+int LocalRanksFromEnvironment() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(var);
+    if (v == nullptr) continue;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && n > 0) return static_cast<int>(n);
+  }
+  return 0;
+}
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(const CommConfig& config, const RankInfo& rank)
@@ -108,6 +122,15 @@ NcclCommunicator::NcclCommunicator(const CommConfig& config, const RankInfo& ran
   BATCHLAB_CUDA_CHECK(cudaGetDeviceCount(&devices));
   if (devices < 1) {
     throw RunnerError(RunnerError::Kind::kComm, "nccl: no CUDA device on this node");
+  }
+  // NCCL refuses two ranks of one communicator on one device ("Duplicate GPU detected",
+  // ncclInvalidUsage at init): say so before, in terms of the run config.
+  if (const int local = LocalRanksFromEnvironment(); local > devices) {
+    throw BadConfig("comm.backend: \"nccl\" needs a CUDA device per rank, but " +
+                    std::to_string(local) + " ranks on this node share " +
+                    std::to_string(devices) +
+                    " device(s); launch at most that many ranks per node (ranks_per_node) or use "
+                    "comm.backend \"mpi\" or \"gloo\"");
   }
   device_ = rank.local_rank % devices;
   BATCHLAB_CUDA_CHECK(cudaSetDevice(device_));

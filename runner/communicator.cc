@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "runner/comm_gloo.h"
 #include "runner/comm_mpi.h"
+#ifdef BATCHLAB_WITH_GLOO
+#include "runner/comm_gloo.h"
+#endif
 #include "runner/runner_error.h"
 #ifdef BATCHLAB_WITH_NCCL
 #include "runner/comm_nccl.h"
@@ -74,11 +76,14 @@ std::unique_ptr<Work> Communicator::Recv(torch::Tensor& tensor, int from, int ta
 }
 
 std::string BuiltBackends() {
-#ifdef BATCHLAB_WITH_NCCL
-  return "mpi, gloo, nccl";
-#else
-  return "mpi, gloo";
+  std::string built = "mpi";
+#ifdef BATCHLAB_WITH_GLOO
+  built += ", gloo";
 #endif
+#ifdef BATCHLAB_WITH_NCCL
+  built += ", nccl";
+#endif
+  return built;
 }
 
 std::string DefaultRendezvous(const std::string& metrics_path) {
@@ -102,7 +107,16 @@ std::unique_ptr<Communicator> MakeCommunicator(const CommConfig& config, const R
                           std::to_string(rank.world_size) + " is not a valid position");
   }
   if (config.backend == "mpi") return std::make_unique<MpiCommunicator>(rank);
+#ifdef BATCHLAB_WITH_GLOO
   if (config.backend == "gloo") return std::make_unique<GlooCommunicator>(config, rank);
+#else
+  if (config.backend == "gloo") {
+    throw BadConfig(
+        "comm.backend: \"gloo\" is not built into this binary (configured with "
+        "BATCHLAB_WITH_GLOO=OFF); use one of the built backends: " +
+        BuiltBackends());
+  }
+#endif
 #ifdef BATCHLAB_WITH_NCCL
   if (config.backend == "nccl") return std::make_unique<NcclCommunicator>(config, rank);
 #else

@@ -7,14 +7,9 @@
 
 #include <torch/torch.h>
 
+#include "runner/optimizer_state_key.h"
+
 namespace batchlab::runner {
-namespace {
-
-std::string StateKey(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
-}
-
-}  // namespace
 
 Lamb::Lamb(std::vector<torch::Tensor> params, const LambOptions& defaults)
     : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
@@ -32,7 +27,7 @@ torch::Tensor Lamb::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const torch::Tensor& g = p.grad();
-      auto& slot = state_[StateKey(p)];
+      auto& slot = state_[OptimizerStateKey(p)];
       if (!slot) {
         auto fresh = std::make_unique<LambParamState>();
         fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
@@ -70,7 +65,7 @@ torch::Tensor Lamb::step(LossClosure closure) {
 }
 
 const LambParamState* Lamb::StateOf(const torch::Tensor& param) const {
-  auto it = state_.find(StateKey(param));
+  auto it = state_.find(OptimizerStateKey(param));
   return it == state_.end() ? nullptr : static_cast<const LambParamState*>(it->second.get());
 }
 

@@ -7,14 +7,9 @@
 
 #include <torch/torch.h>
 
+#include "runner/optimizer_state_key.h"
+
 namespace batchlab::runner {
-namespace {
-
-std::string StateKey(const torch::Tensor& p) {
-  return c10::guts::to_string(p.unsafeGetTensorImpl());
-}
-
-}  // namespace
 
 Lars::Lars(std::vector<torch::Tensor> params, const LarsOptions& defaults)
     : torch::optim::Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
@@ -32,7 +27,7 @@ torch::Tensor Lars::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const torch::Tensor& g = p.grad();
-      auto& slot = state_[StateKey(p)];
+      auto& slot = state_[OptimizerStateKey(p)];
       if (!slot) slot = std::make_unique<LarsParamState>();
       auto& st = static_cast<LarsParamState&>(*slot);
 
@@ -63,7 +58,7 @@ torch::Tensor Lars::step(LossClosure closure) {
 }
 
 const LarsParamState* Lars::StateOf(const torch::Tensor& param) const {
-  auto it = state_.find(StateKey(param));
+  auto it = state_.find(OptimizerStateKey(param));
   return it == state_.end() ? nullptr : static_cast<const LarsParamState*>(it->second.get());
 }
 

@@ -7,6 +7,7 @@
 
 #include "runner/lamb.h"
 #include "runner/lars.h"
+#include "runner/optimizer_state_key.h"
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
@@ -67,7 +68,7 @@ std::vector<torch::Tensor> OptimizerStateTensors(torch::optim::Optimizer& optimi
   };
   auto& state = optimizer.state();
   for (const torch::Tensor& p : params) {
-    auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+    auto it = state.find(OptimizerStateKey(p));
     if (it == state.end()) continue;
     torch::optim::OptimizerParamState* s = it->second.get();
     if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(s)) {

@@ -6,9 +6,10 @@
 // timed rounds (the round's time is the slowest rank's, a max-allreduce of the local times).
 //
 //   mpirun -np 2 build/bench/runner/allreduce_bench [--max-mib 256] [--reps 9] [--bucket-mb 25]
+//       [--backend mpi|gloo|nccl]   (nccl: a CUDA build; one rank per GPU)
 //
 // Prints a table on rank 0 and, per size >= 1 MiB, a JSON line for bench/run
-// ({"row", "value", "baseline", "unit", ...}, /work/wt/NOTES-bench.md). Exits 1 if the fused
+// ({"row", "value", "baseline", "unit", ...}, bench/README.md). Exits 1 if the fused
 // average is wrong (each element must equal the mean of the ranks' values).
 #include <mpi.h>
 
@@ -54,16 +55,18 @@ std::string SizeText(int64_t bytes) {
 int main(int argc, char** argv) {
   int max_mib = 256, reps = 9;
   double bucket_mb = 25;
+  std::string backend = "mpi";  // nccl: CUDA builds (stages host tensors through the GPU)
   for (int i = 1; i + 1 < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--max-mib") max_mib = std::atoi(argv[++i]);
     if (a == "--reps") reps = std::max(1, std::atoi(argv[++i]));
     if (a == "--bucket-mb") bucket_mb = std::atof(argv[++i]);
+    if (a == "--backend") backend = argv[++i];
   }
   torch::set_num_threads(1);
   const batchlab::runner::RankInfo info = batchlab::runner::RankInfoFromEnvironment();
   CommConfig cc;
-  cc.backend = "mpi";
+  cc.backend = backend;
   cc.bucket_mb = bucket_mb;
   auto comm = batchlab::runner::MakeCommunicator(cc, info);  // MPI_Init_thread happens here
   const int rank = comm->rank(), n = comm->size();
@@ -71,9 +74,10 @@ int main(int argc, char** argv) {
   const auto timeout = std::chrono::seconds(600);
   bool ok = true;
   if (rank == 0) {
-    std::printf("# %d ranks, bucket_mb %g, median of %d; busbw = bytes/s * 2(n-1)/n\n", n,
-                bucket_mb, reps);
-    std::printf("%10s %14s %14s %8s\n", "size", "fused GB/s", "MPI GB/s", "ratio");
+    std::printf("# %d ranks, backend %s, bucket_mb %g, median of %d; busbw = bytes/s * 2(n-1)/n\n",
+                n, backend.c_str(), bucket_mb, reps);
+    std::printf("%10s %14s %14s %8s %14s\n", "size", "fused GB/s", "MPI GB/s", "ratio",
+                "comm GB/s");
   }
   for (int64_t bytes = 1024; bytes <= int64_t{max_mib} << 20; bytes *= 4) {
     const int64_t numel = bytes / 4;
@@ -90,7 +94,19 @@ int main(int argc, char** argv) {
     GradientBuckets buckets(params, bucket_mb);
     std::vector<float> raw(static_cast<size_t>(numel), static_cast<float>(rank + 1));
     const int rounds = bytes >= (int64_t{64} << 20) ? std::min(reps, 5) : reps;
-    std::vector<double> fused_s, raw_s;
+    // The communicator's own Allreduce of one flat buffer, called even on one rank (the buckets
+    // skip it there): on a single GPU this is the nccl backend's whole data path.
+    torch::Tensor flat = torch::empty({numel});
+    std::vector<double> fused_s, raw_s, comm_s;
+    for (int r = -1; r < rounds; ++r) {
+      flat.fill_(static_cast<float>(rank + 1));
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t = Now();
+      comm->Allreduce(flat, batchlab::runner::ReduceOp::kAvg)->Wait(timeout);
+      const double s = SlowestRank(Now() - t);
+      if (r >= 0) comm_s.push_back(s);
+    }
+    ok = ok && torch::allclose(flat, torch::full_like(flat, static_cast<float>(n + 1) / 2.0f));
     for (int r = -1; r < rounds; ++r) {  // r = -1: warm-up
       for (auto& p : params) p.mutable_grad().fill_(static_cast<float>(rank + 1));
       MPI_Barrier(MPI_COMM_WORLD);
@@ -111,8 +127,9 @@ int main(int argc, char** argv) {
     const double fused_bw = static_cast<double>(bytes) / Median(fused_s) * factor / 1e9;
     const double raw_bw = static_cast<double>(bytes) / Median(raw_s) * factor / 1e9;
     if (rank == 0) {
-      std::printf("%10s %14.3f %14.3f %8.2f\n", SizeText(bytes).c_str(), fused_bw, raw_bw,
-                  fused_bw / raw_bw);
+      const double comm_bw = static_cast<double>(bytes) / Median(comm_s) * factor / 1e9;
+      std::printf("%10s %14.3f %14.3f %8.2f %14.3f\n", SizeText(bytes).c_str(), fused_bw, raw_bw,
+                  fused_bw / raw_bw, comm_bw);
       if (bytes >= (1 << 20)) {
         std::vector<double> fb, rb;
         for (double s : fused_s) fb.push_back(static_cast<double>(bytes) / s * factor / 1e9);
