@@ -245,9 +245,8 @@ void CheckCombinations(const json& j, RunConfig& c) {
   c.model.own = OwnFields(j, "model", &model_fields);
   // A language model's context cuts the text data (datasets/text_file.h).
   const auto context = c.model.own.find("context");
-  c.data.context = context != c.model.own.end() && context->is_number_integer()
-                       ? context->get<int64_t>()
-                       : 0;
+  c.data.context =
+      context != c.model.own.end() && context->is_number_integer() ? context->get<int64_t>() : 0;
   CheckDataConfig(c.data, data_fields);
   CheckModelConfig(c.model, model_fields);
   if (c.optimizer.name == "nesterov" && !(c.optimizer.momentum > 0)) {

@@ -42,8 +42,8 @@ void CheckLoaded(const std::string& name, const Dataset& d) {
     if (!y->defined() || y->size(0) != x->size(0)) fail("labels that do not match the rows");
     const bool sequence = d.context > 0 && y->dim() == 2 && y->size(1) == d.context &&
                           x->size(1) == d.context;  // text: a next token per position
-    const bool labels = d.classes > 0 && (y->dim() == 1 || sequence) &&
-                        y->scalar_type() == torch::kInt64;
+    const bool labels =
+        d.classes > 0 && (y->dim() == 1 || sequence) && y->scalar_type() == torch::kInt64;
     const bool targets =
         d.classes == 0 && y->dim() == 2 && y->size(1) == 1 && y->scalar_type() == torch::kFloat32;
     if (!labels && !targets) {

@@ -46,8 +46,7 @@ TEST(ReportTest, LanguageModelSweepsAlsoReportTokens) {
                      " tokens per step"),
             std::string::npos)
       << all;
-  EXPECT_NE(all.find("E_min = " + FormatNumber(64 * f.e_min.value) + " tokens."),
-            std::string::npos)
+  EXPECT_NE(all.find("E_min = " + FormatNumber(64 * f.e_min.value) + " tokens."), std::string::npos)
       << all;
   const nlohmann::json j = CritJson(study->crit);
   EXPECT_EQ(j["tokens_per_sequence"], 64.0);

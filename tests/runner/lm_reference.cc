@@ -71,10 +71,14 @@ int main(int argc, char** argv) {
       logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));  // the trainer's Loss
   loss.backward();
 
-  nlohmann::ordered_json manifest = {{"vocab", data.classes}, {"layers", layers},
-                                     {"width", width},        {"heads", heads},
-                                     {"context", context},    {"bias", true},
-                                     {"batch", batch},        {"loss", loss.item<double>()},
+  nlohmann::ordered_json manifest = {{"vocab", data.classes},
+                                     {"layers", layers},
+                                     {"width", width},
+                                     {"heads", heads},
+                                     {"context", context},
+                                     {"bias", true},
+                                     {"batch", batch},
+                                     {"loss", loss.item<double>()},
                                      {"params", nlohmann::ordered_json::array()}};
   std::vector<torch::Tensor> params, grads;
   for (const auto& kv : model->named_parameters()) {

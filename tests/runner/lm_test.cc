@@ -145,7 +145,8 @@ TEST_F(LmTest, BadInputNamesTheField) {
   EXPECT_NE(BadConfigMessage(Config(dir_ + "/missing.txt")).find("data.path"), std::string::npos);
   EXPECT_NE(BadConfigMessage(Config(Write("empty.txt", ""))).find("data.path"), std::string::npos);
   EXPECT_NE(BadConfigMessage(Config(dir_)).find("data.path"), std::string::npos);  // a folder
-  const std::string heads = BadConfigMessage(Config(tiny, json::parse(R"({"model": {"heads": 5}})")));
+  const std::string heads =
+      BadConfigMessage(Config(tiny, json::parse(R"({"model": {"heads": 5}})")));
   EXPECT_NE(heads.find("model.heads"), std::string::npos) << heads;
   const std::string longer = BadConfigMessage(Config(tiny));  // 2 held-out bytes < 17
   EXPECT_NE(longer.find("model.context"), std::string::npos) << longer;
@@ -155,8 +156,8 @@ TEST_F(LmTest, BadInputNamesTheField) {
              json::parse(R"({"model": {"name": "mlp", "layers": null, "width": null,
                                        "heads": null, "context": null}})")));
   EXPECT_NE(mlp.find("model.context"), std::string::npos) << mlp;  // text needs an LM
-  const std::string missing = BadConfigMessage(
-      Config(tiny, json::parse(R"({"model": {"heads": null}})")));
+  const std::string missing =
+      BadConfigMessage(Config(tiny, json::parse(R"({"model": {"heads": null}})")));
   EXPECT_NE(missing.find("model.heads"), std::string::npos) << missing;
 
   // The runner binary: exit 2, the field on stderr.
@@ -196,8 +197,8 @@ TEST_F(LmTest, TransformerShapeParametersAndInitialLoss) {
 }
 
 TEST_F(LmTest, StartLineHasTokensAndFlopsAndEvalHasBitsPerByte) {
-  const json j = Config(Write("p.bin", Pattern(20000)),
-                        json::parse(R"({"eval": {"every_steps": 2}})"));
+  const json j =
+      Config(Write("p.bin", Pattern(20000)), json::parse(R"({"eval": {"every_steps": 2}})"));
   ASSERT_EQ(RunBinary(j, "run"), 0) << err_;
   std::ifstream in(dir_ + "/run.jsonl");
   std::string text;
@@ -221,8 +222,8 @@ TEST_F(LmTest, AccumulationTwoIsTheSameUpdateAsTheBigBatch) {
   const std::string path = Write("p.bin", Pattern(20000));
   // Momentum SGD: the update is linear in the gradient (Adam's division by sqrt(v) magnifies
   // rounding differences of near-zero gradients into whole LR-sized steps).
-  const json sgd = json::parse(
-      R"({"optimizer": {"name": "momentum", "momentum": 0.9}, "lr": {"base": 0.5}})");
+  const json sgd =
+      json::parse(R"({"optimizer": {"name": "momentum", "momentum": 0.9}, "lr": {"base": 0.5}})");
   json two = sgd;
   two["accumulation"] = 2;
   const RunConfig plain = ParseRunConfig(Config(path, sgd), 1);
