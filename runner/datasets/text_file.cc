@@ -19,9 +19,9 @@ namespace fs = std::filesystem;
 
 // Subtrees of /usr/lib/python3.11 that other Debian packages (or none) install.
 bool Excluded(const fs::path& relative) {
-  static const std::set<std::string> kSkip = {"dist-packages", "site-packages", "test",
-                                              "tests",         "idle_test",     "distutils",
-                                              "lib2to3",       "venv",          "ensurepip"};
+  static const std::set<std::string> kSkip = {
+      "dist-packages", "site-packages", "test",      "tests",   "idle_test", "distutils",
+      "lib2to3",       "venv",          "ensurepip", "idlelib", "tkinter",   "turtledemo"};
   bool first = true;
   for (const fs::path& part : relative.parent_path()) {
     const std::string p = part.string();
