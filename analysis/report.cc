@@ -47,14 +47,25 @@ std::vector<std::string> Summary(const Study& s) {
         "samples.",
         N(f.b_crit.value), 100 * f.b_crit.confidence, N(f.b_crit.low), N(f.b_crit.high),
         N(f.s_min.value), N(f.e_min.value)));
+    if (const std::optional<double> t = s.crit.tokens_per_sequence) {
+      out.push_back(fmt::format(
+          "In tokens ({} per sequence): B_crit = {} tokens per step ({:.0f}% CI {} to {}); "
+          "E_min = {} tokens.",
+          N(*t), N(*t * f.b_crit.value), 100 * f.b_crit.confidence, N(*t * f.b_crit.low),
+          N(*t * f.b_crit.high), N(*t * f.e_min.value)));
+    }
   } else {
     out.push_back("Critical batch size not fitted: " + s.crit.status.message());
   }
   if (s.gns.median) {
     std::string ratio;
     if (s.crit.b_simple_ratio) ratio = fmt::format(" ({}x B_crit)", N(*s.crit.b_simple_ratio));
-    out.push_back(fmt::format("Gradient noise scale B_simple: median {} over {} runs{}.",
-                              N(*s.gns.median), s.gns.runs.size(), ratio));
+    std::string tokens;
+    if (s.crit.tokens_per_sequence) {
+      tokens = fmt::format(" (= {} tokens)", N(*s.crit.tokens_per_sequence * *s.gns.median));
+    }
+    out.push_back(fmt::format("Gradient noise scale B_simple: median {}{} over {} runs{}.",
+                              N(*s.gns.median), tokens, s.gns.runs.size(), ratio));
   }
   if (!s.pareto.frontier.empty()) {
     const TargetHit& fast = *s.pareto.hits[s.pareto.frontier.front()];
@@ -117,6 +128,7 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
   if (target.ok()) {
     s.target = std::move(*target);
     s.crit = AnalyzeCrit(s.target, s.gns, options);
+    s.crit.tokens_per_sequence = TokensPerSequence(sweep);
     s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
     s.pareto = AnalyzePareto(s.target);  // points into s.target, which no longer moves here
     s.recommendation = AnalyzeRecommendation(s.target, s.crit, s.projection, prefer);

@@ -140,6 +140,18 @@ StatusOr<TargetSection> AnalyzeTarget(const SweepData& sweep, const StudyOptions
   return out;
 }
 
+std::optional<double> TokensPerSequence(const SweepData& sweep) {
+  std::optional<double> per;
+  for (const RunData& r : sweep.runs) {
+    if (r.metrics.empty() && r.tokens_per_step == 0) continue;  // never started: no facts yet
+    if (r.tokens_per_step <= 0 || r.batch_size <= 0) return std::nullopt;
+    const double t = static_cast<double>(r.tokens_per_step) / static_cast<double>(r.batch_size);
+    if (per && *per != t) return std::nullopt;
+    per = t;
+  }
+  return per;
+}
+
 CritSection AnalyzeCrit(const TargetSection& target, const GnsSection& gns,
                         const StudyOptions& options) {
   CritSection out;

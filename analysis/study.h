@@ -111,9 +111,18 @@ struct CritSection {
   std::vector<CritRegion> regions;
   std::optional<double> b_simple;        // GnsSection::median
   std::optional<double> b_simple_ratio;  // B_simple / B_crit (the paper: within ~10×)
+  // Language models: tokens per sequence when every run stored tokens_per_step > 0 (see
+  // TokensPerSequence); B_crit, E_min and B_simple are then also given in tokens.
+  std::optional<double> tokens_per_sequence;
 };
 CritSection AnalyzeCrit(const TargetSection& target, const GnsSection& gns,
                         const StudyOptions& options);
+
+// Tokens per sequence (tokens_per_step / batch_size) when the sweep has runs, every run that
+// logged anything (a pending run has no facts yet) stored tokens_per_step > 0 (a language model's start line) and all agree on it; nullopt otherwise (not
+// a language model, a run without the fact, or different contexts: no mixed units). Batch sizes
+// and samples are in sequences; × this gives tokens.
+std::optional<double> TokensPerSequence(const SweepData& sweep);
 
 struct ParetoSection {
   ComputeBasis compute;  // the unit of points[i].compute (the target section's)

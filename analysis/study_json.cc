@@ -160,6 +160,9 @@ json TargetJson(const TargetSection& t) {
 json CritJson(const CritSection& c) {
   json out;
   if (c.b_simple) out["b_simple"] = Num(*c.b_simple);
+  const std::optional<double> tokens = c.tokens_per_sequence;  // a language model's sweep
+  if (tokens) out["tokens_per_sequence"] = Num(*tokens);
+  if (tokens && c.b_simple) out["b_simple_tokens"] = Num(*tokens * *c.b_simple);
   if (!c.status.ok()) {
     out["error"] = c.status.message();
     return out;
@@ -169,6 +172,16 @@ json CritJson(const CritSection& c) {
   out["e_min"] = IntervalJson(f.e_min);
   out["b_crit"] = IntervalJson(f.b_crit);
   out["b_crit_outside_sweep"] = f.b_crit_outside_sweep;
+  if (tokens) {  // batch sizes and samples in tokens: x tokens per sequence
+    auto scaled = [&](Interval i) {
+      i.value *= *tokens;
+      i.low *= *tokens;
+      i.high *= *tokens;
+      return IntervalJson(i);
+    };
+    out["b_crit_tokens"] = scaled(f.b_crit);
+    out["e_min_tokens"] = scaled(f.e_min);
+  }
   out["bootstrap"] = f.bootstrap;
   out["resamples"] = f.resamples;
   out["points"] = f.points;

@@ -150,6 +150,7 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       tables = TargetTables(target);
     } else if (what == "crit") {
       CritSection crit = AnalyzeCrit(target, AnalyzeGns(sweep, o), o);
+      crit.tokens_per_sequence = TokensPerSequence(sweep);
       j["crit"] = CritJson(crit);
       tables = CritTables(crit);
       std::vector<Table> best = TargetTables(target);

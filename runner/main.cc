@@ -174,7 +174,8 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
   {
     std::ifstream in(config_path);
     const std::string key =
-        nlohmann::json::parse(in, nullptr, false).value("data", nlohmann::json()).dump();
+        nlohmann::json::parse(in, nullptr, false).value("data", nlohmann::json()).dump() +
+        " context " + std::to_string(config.data.context);  // text: cut at model.context
     if (!loaded.data || loaded.key != key) {
       loaded.data.reset();
       loaded.data = LoadDataset(config.data);

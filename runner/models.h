@@ -29,6 +29,10 @@ class Model : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor x) = 0;  // [B, F] -> [B, out]
   int64_t ParameterCount();
+  // A language model (transformer.h): tokens per sample, and its training FLOPs per token
+  // (forward + backward), for the start line's tokens_per_step and flops_per_step. 0: not one.
+  virtual int64_t TokensPerSample() const { return 0; }
+  virtual double TrainingFlopsPerToken() { return 0; }
 };
 
 // The registered model named config.name (model_registry.cc). Throws BadConfig naming model.* for

@@ -243,6 +243,10 @@ void CheckCombinations(const json& j, RunConfig& c) {
   std::string data_fields, model_fields;
   c.data.own = OwnFields(j, "data", &data_fields);
   c.model.own = OwnFields(j, "model", &model_fields);
+  // A language model's context cuts the text data (datasets/text_file.h).
+  const auto context = c.model.own.find("context");
+  c.data.context =
+      context != c.model.own.end() && context->is_number_integer() ? context->get<int64_t>() : 0;
   CheckDataConfig(c.data, data_fields);
   CheckModelConfig(c.model, model_fields);
   if (c.optimizer.name == "nesterov" && !(c.optimizer.momentum > 0)) {

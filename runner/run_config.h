@@ -42,6 +42,9 @@ struct DataConfig {
   int64_t seed = config::Default<int64_t>("data.seed");          // synthetic: the data's seed
   // The registered dataset's own fields (undeclared keys under `data`; own_fields.h).
   nlohmann::json own = nlohmann::json::object();
+  // Not a field of `data`: the parser copies model.context here (0 when the model has none), so
+  // that the text dataset cuts its samples the way the language model reads them.
+  int64_t context = 0;
 };
 
 struct ModelConfig {

@@ -197,6 +197,9 @@ bool Trainer::StopRequested() {
 double Trainer::ElapsedSeconds() const { return Seconds(start_, Clock::now()); }
 
 torch::Tensor Trainer::Loss(const torch::Tensor& output, const torch::Tensor& target) {
+  if (data_.classes > 0 && output.dim() > 2) {  // a language model: the mean over all tokens
+    return F::cross_entropy(output.reshape({-1, output.size(-1)}), target.reshape({-1}));
+  }
   if (data_.classes > 0) return F::cross_entropy(output, target);
   return 0.5 * F::mse_loss(output, target);
 }
@@ -256,6 +259,10 @@ EvalResult Trainer::Evaluate(bool collective) {
       out = model_->forward(x).to(torch::kFloat32);
     }
     if (data_.classes > 0) {
+      if (out.dim() > 2) {  // a language model: every token is a prediction
+        out = out.reshape({-1, out.size(-1)});
+        y = y.reshape({-1});
+      }
       loss_sum += F::cross_entropy(out, y, F::CrossEntropyFuncOptions().reduction(torch::kSum))
                       .item<double>();
       correct += out.argmax(1).eq(y).sum().item<double>();
@@ -266,8 +273,9 @@ EvalResult Trainer::Evaluate(bool collective) {
   torch::Tensor sums = torch::tensor({static_cast<float>(loss_sum), static_cast<float>(correct)});
   if (collective && world_ > 1) Allreduce(sums, ReduceOp::kSum);
   EvalResult r;
-  r.loss = sums[0].item<double>() / static_cast<double>(n);
-  r.accuracy = sums[1].item<double>() / static_cast<double>(n);
+  const double per_row = data_.context > 0 ? static_cast<double>(data_.context) : 1.0;  // tokens
+  r.loss = sums[0].item<double>() / (static_cast<double>(n) * per_row);
+  r.accuracy = sums[1].item<double>() / (static_cast<double>(n) * per_row);
   return r;
 }
 
@@ -277,18 +285,24 @@ bool Trainer::ParameterServerMode() const {
 
 void Trainer::WriteStart() {
   if (metrics_ == nullptr) return;
-  metrics_->Write({{"kind", "start"},
-                   {"time", UnixTime()},
-                   {"world_size", config_.world_size},
-                   {"batch_size", config_.batch_size},
-                   {"local_batch_size", config_.local_batch_size},
-                   {"accumulation", config_.accumulation},
-                   {"parameters", param_count_},
-                   {"host", HostName()},
-                   {"total_steps", total_steps_},
-                   {"steps_per_epoch", sampler_->steps_per_epoch()},
-                   {"backend", comm_ != nullptr ? comm_->backend() : "none"},
-                   {"sync", config_.comm.sync}});
+  nlohmann::ordered_json line = {{"kind", "start"},
+                                 {"time", UnixTime()},
+                                 {"world_size", config_.world_size},
+                                 {"batch_size", config_.batch_size},
+                                 {"local_batch_size", config_.local_batch_size},
+                                 {"accumulation", config_.accumulation},
+                                 {"parameters", param_count_},
+                                 {"host", HostName()},
+                                 {"total_steps", total_steps_},
+                                 {"steps_per_epoch", sampler_->steps_per_epoch()},
+                                 {"backend", comm_ != nullptr ? comm_->backend() : "none"},
+                                 {"sync", config_.comm.sync}};
+  if (const int64_t tokens = model_->TokensPerSample(); tokens > 0) {  // a language model
+    line["tokens_per_step"] = config_.batch_size * tokens;
+    line["flops_per_step"] =
+        model_->TrainingFlopsPerToken() * static_cast<double>(config_.batch_size * tokens);
+  }
+  metrics_->Write(line);
 }
 
 void Trainer::GatherBatch() {
@@ -319,6 +333,7 @@ void Trainer::EvalAndLog(bool collective) {
                                    {"seconds", seconds},
                                    {"test_loss", p.last_eval.loss}};
     if (data_.classes > 0) line["test_accuracy"] = p.last_eval.accuracy;
+    if (data_.context > 0) line["bits_per_byte"] = p.last_eval.loss / std::log(2.0);  // text
     metrics_->Write(line);
   }
   const std::optional<TargetConfig>& target = config_.target;

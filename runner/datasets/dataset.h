@@ -8,7 +8,8 @@
 //
 // data.name picks a registered dataset (dataset_registry.h; `batchlab-runner --list`). Built in:
 // fashion-mnist (the installed IDX .gz files), idx (the same layout in your folder), csv
-// (features + label column), synthetic-linear (synthetic_linear.h; known noise scale).
+// (features + label column), synthetic-linear (synthetic_linear.h; known noise scale), text
+// (datasets/text_file.h: bytes as tokens for a language model).
 #ifndef BATCHLAB_RUNNER_DATASETS_DATASET_H_
 #define BATCHLAB_RUNNER_DATASETS_DATASET_H_
 
@@ -35,6 +36,9 @@ struct Dataset {
   int64_t classes = 0;               // 0 = regression
   std::vector<int64_t> image_shape;  // {C, H, W} for image data, else empty
   std::optional<LinearTruth> truth;  // synthetic-linear only
+  // text (datasets/text_file.h): tokens per sample; the labels are then int64 [N, context], the
+  // next token at every position. 0: one label (or target) per row.
+  int64_t context = 0;
 
   int64_t features() const { return train_x.size(1); }
   int64_t train_size() const { return train_x.size(0); }

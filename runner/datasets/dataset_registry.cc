@@ -40,7 +40,10 @@ void CheckLoaded(const std::string& name, const Dataset& d) {
   if (d.train_size() < 1 || d.test_size() < 1) fail("an empty training or held-out set");
   for (const auto& [x, y] : {std::pair{&d.train_x, &d.train_y}, std::pair{&d.test_x, &d.test_y}}) {
     if (!y->defined() || y->size(0) != x->size(0)) fail("labels that do not match the rows");
-    const bool labels = d.classes > 0 && y->dim() == 1 && y->scalar_type() == torch::kInt64;
+    const bool sequence = d.context > 0 && y->dim() == 2 && y->size(1) == d.context &&
+                          x->size(1) == d.context;  // text: a next token per position
+    const bool labels =
+        d.classes > 0 && (y->dim() == 1 || sequence) && y->scalar_type() == torch::kInt64;
     const bool targets =
         d.classes == 0 && y->dim() == 2 && y->size(1) == 1 && y->scalar_type() == torch::kFloat32;
     if (!labels && !targets) {

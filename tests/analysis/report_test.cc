@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/study_json.h"
 #include "analysis/sweep_data.h"
 #include "tests/analysis/synthetic_sweep.h"
 
@@ -21,6 +22,50 @@ std::string Read(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A language model's sweep (every run stored tokens_per_step): B_crit, E_min and B_simple are also
+// given in tokens (x tokens per sequence = tokens_per_step / batch_size); other sweeps say nothing.
+TEST(ReportTest, LanguageModelSweepsAlsoReportTokens) {
+  TempDir dir;
+  const std::string db = dir.File("batchlab.db");
+  testing::WriteSyntheticSweep(db, dir.path(), "lm", /*tokens_per_sequence=*/64);
+  testing::WriteSyntheticSweep(dir.File("plain.db"), dir.path(), "plain");
+  StudyOptions opt;
+  opt.resamples = 200;
+  StatusOr<SweepData> lm = LoadSweep(db, "lm", LoadOptions{});
+  ASSERT_TRUE(lm.ok()) << lm.status().message();
+  EXPECT_EQ(TokensPerSequence(*lm), 64.0);
+  StatusOr<Study> study = RunStudy(*lm, opt);
+  ASSERT_TRUE(study.ok()) << study.status().message();
+  ASSERT_TRUE(study->crit.status.ok()) << study->crit.status.message();
+  const CritFit& f = study->crit.fit;
+  std::string all;
+  for (const std::string& line : Summary(*study)) all += line + "\n";
+  EXPECT_NE(all.find("In tokens (64 per sequence): B_crit = " + FormatNumber(64 * f.b_crit.value) +
+                     " tokens per step"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("E_min = " + FormatNumber(64 * f.e_min.value) + " tokens."), std::string::npos)
+      << all;
+  const nlohmann::json j = CritJson(study->crit);
+  EXPECT_EQ(j["tokens_per_sequence"], 64.0);
+  EXPECT_DOUBLE_EQ(j["b_crit_tokens"]["value"].get<double>(), 64 * f.b_crit.value);
+  EXPECT_DOUBLE_EQ(j["e_min_tokens"]["value"].get<double>(), 64 * f.e_min.value);
+
+  // One run without the fact: no tokens anywhere (units are never mixed).
+  SweepData mixed = std::move(*lm);
+  mixed.runs.front().tokens_per_step = 0;
+  EXPECT_FALSE(TokensPerSequence(mixed));
+  StatusOr<SweepData> plain = LoadSweep(dir.File("plain.db"), "plain", LoadOptions{});
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_FALSE(TokensPerSequence(*plain));
+  StatusOr<Study> plain_study = RunStudy(*plain, opt);
+  ASSERT_TRUE(plain_study.ok());
+  for (const std::string& line : Summary(*plain_study)) {
+    EXPECT_EQ(line.find("tokens"), std::string::npos) << line;
+  }
+  EXPECT_FALSE(CritJson(plain_study->crit).contains("b_crit_tokens"));
 }
 
 TEST(ReportTest, WritesHtmlMarkdownAndCsvWithoutTouchingTheDatabase) {

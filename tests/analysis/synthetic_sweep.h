@@ -13,6 +13,9 @@
 // The B=512, lr=0.05, K=4 run diverges (state diverged, loss 1e30) and B=32, lr=0.05, K=4 is still
 // pending.
 //
+// With tokens_per_sequence > 0 every start line also stores tokens_per_step = B x it (a language
+// model's sweep).
+//
 //   TempDir dir;
 //   SyntheticSweep truth = WriteSyntheticSweep(dir.File("batchlab.db"), dir.path());
 #ifndef BATCHLAB_TESTS_ANALYSIS_SYNTHETIC_SWEEP_H_
@@ -52,7 +55,8 @@ struct SyntheticSweep {
 
 inline SyntheticSweep WriteSyntheticSweep(const std::string& db_path,
                                           const std::filesystem::path& dir,
-                                          const std::string& name = "synthetic") {
+                                          const std::string& name = "synthetic",
+                                          int64_t tokens_per_sequence = 0) {
   SyntheticSweep truth;
   auto store_or = results::Store::Open(db_path);
   if (!store_or.ok()) throw std::runtime_error(store_or.status().message());
@@ -97,9 +101,15 @@ inline SyntheticSweep WriteSyntheticSweep(const std::string& db_path,
         std::ofstream out(path);
         int seq = 0;
         // The start line's facts (stored with the run; the config alone does not tell them).
+        // A language model's sweep (tokens_per_sequence > 0) also stores tokens_per_step.
+        const std::string tokens =
+            tokens_per_sequence > 0
+                ? fmt::format(R"(,"tokens_per_step":{})", batch * tokens_per_sequence)
+                : "";
         out << fmt::format(
-                   R"({{"seq":{},"kind":"start","world_size":{},"batch_size":{},"parameters":{},"flops_per_step":{}}})",
-                   seq++, k, batch, truth.parameters, SyntheticSweep::FlopsPerStep(truth, batch))
+                   R"({{"seq":{},"kind":"start","world_size":{},"batch_size":{},"parameters":{},"flops_per_step":{}{}}})",
+                   seq++, k, batch, truth.parameters, SyntheticSweep::FlopsPerStep(truth, batch),
+                   tokens)
             << "\n";
         for (int s = 1; s <= total; ++s) {
           std::string gns;

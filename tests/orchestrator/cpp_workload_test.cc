@@ -113,7 +113,7 @@ TEST(CppWorkloadTest, BadNamesAndAMissingOwnFieldExit2NamingTheFieldBeforeAnyLau
       // The built-in runner has no res_mlp (and no model.blocks).
       {R"({"name": "res_mlp", "hidden": [64], "blocks": 2})",
        RUNNER,
-       {"\"res_mlp\" is not a registered model; use one of cnn, logreg, mlp ("}},
+       {"\"res_mlp\" is not a registered model; use one of cnn, logreg, mlp, transformer ("}},
   };
   for (const Case& c : cases) {
     const std::string spec = dir.path() + "/spec.json";

@@ -114,7 +114,7 @@ TEST(RegistryTest, BuiltinsAreRegisteredLikeAnyOther) {
 TEST(RegistryTest, UnknownNamesNameTheFieldAndListTheRegisteredOnes) {
   EXPECT_EQ(ErrorOf(Config({{"name", "resnet18"}})),
             "model.name: \"resnet18\" is not a registered model; use one of cnn, logreg, mlp, "
-            "test_scaled (adding a model: docs/cpp-workload.md)");
+            "test_scaled, transformer (adding a model: docs/cpp-workload.md)");
   const std::string data = ErrorOf(Config({{"name", "mlp"}}, {{"name", "imagenet"}}));
   EXPECT_EQ(data.rfind("data.name: \"imagenet\" is not a registered dataset; use one of csv, "
                        "fashion-mnist, idx, synthetic-linear, test-",
