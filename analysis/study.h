@@ -119,9 +119,10 @@ CritSection AnalyzeCrit(const TargetSection& target, const GnsSection& gns,
                         const StudyOptions& options);
 
 // Tokens per sequence (tokens_per_step / batch_size) when the sweep has runs, every run that
-// logged anything (a pending run has no facts yet) stored tokens_per_step > 0 (a language model's start line) and all agree on it; nullopt otherwise (not
-// a language model, a run without the fact, or different contexts: no mixed units). Batch sizes
-// and samples are in sequences; × this gives tokens.
+// logged anything (a pending run has no facts yet) stored tokens_per_step > 0 (a language model's
+// start line) and all agree on it; nullopt otherwise (not a language model, a run without the fact,
+// or different contexts: no mixed units). Batch sizes and samples are in sequences; × this gives
+// tokens.
 std::optional<double> TokensPerSequence(const SweepData& sweep);
 
 struct ParetoSection {

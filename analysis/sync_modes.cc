@@ -183,12 +183,12 @@ std::vector<std::string> SyncSummary(const SyncSection& sync) {
     std::string where = "straggler " + first.setting.straggler;
     if (!first.others.empty()) where += ", " + first.others;
     if (fastest == nullptr) {
-      out.push_back(fmt::format("Synchronization ({}): no mode reached the target with every seed.",
-                                where));
+      out.push_back(
+          fmt::format("Synchronization ({}): no mode reached the target with every seed.", where));
     } else {
-      const std::string mode = fastest->setting.mode + (fastest->setting.detail.empty()
-                                                            ? ""
-                                                            : " " + fastest->setting.detail);
+      const std::string mode =
+          fastest->setting.mode +
+          (fastest->setting.detail.empty() ? "" : " " + fastest->setting.detail);
       out.push_back(fmt::format(
           "Synchronization ({}): fastest to target {} in {} s ({} steps){}.", where, mode,
           FormatNumber(*fastest->seconds), FormatNumber(*fastest->steps),

@@ -301,6 +301,8 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
       program = known->second;
     } else {
       MergeBeneath(config, builtin_defaults);
+      // A given object's own defaults too (comm.straggler.probability): the run id covers them.
+      config = config::WithDefaults(std::move(config), /*builtin_runner=*/true);
       if (spec.user_program) {
         Status s = ValidateBuiltinRunnerFields(config, "");
         if (!s.ok()) {

@@ -2,9 +2,9 @@
 // limit from the run and the spec's `slurm` section; `--gpus-per-task=g` for
 // resources.gpus_per_rank g > 0 unless slurm.sbatch_args ask for GPUs themselves) whose batch
 // script runs `mpirun <rank command>` inside the allocation (`srun <rank command>` for a
-// torchrun-style user program). The script is fixed: it exports MASTER_ADDR (the allocation's first node) and then
-// `exec "$@"`: the command line is passed to sbatch as arguments, never as shell text.
-// States and exit codes are read back from Slurm (`scontrol show job`, then `sacct` once the
+// torchrun-style user program). The script is fixed: it exports MASTER_ADDR (the allocation's first
+// node) and then `exec "$@"`: the command line is passed to sbatch as arguments, never as shell
+// text. States and exit codes are read back from Slurm (`scontrol show job`, then `sacct` once the
 // controller has forgotten the job), not assumed from submission; Terminate/Kill map to
 // `scancel`; the job id goes to launch.json so a resumed sweep can scancel what a killed
 // orchestrator left queued or running.

@@ -8,12 +8,12 @@
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
 
+#include "base/spec_bounds.h"
 #include "orchestrator/config_schema.h"
 #include "orchestrator/expansion.h"
 #include "orchestrator/json_guard.h"
 #include "orchestrator/launch_options.h"
 #include "orchestrator/run_identity.h"
-#include "base/spec_bounds.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -126,7 +126,8 @@ Status ParseAxes(const ordered_json& doc, Spec* spec,
     if (!axes.is_object()) return Bad("axes", "is not an object of \"path\": [values]");
     for (auto it = axes.begin(); it != axes.end(); ++it) {
       std::string where = JoinPath("axes", it.key());
-      BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(spec->user_program, it.key(), it.value(), where));
+      BATCHLAB_ASSIGN_OR_RETURN(auto col,
+                                ParseColumn(spec->user_program, it.key(), it.value(), where));
       paths->emplace_back(it.key(), where);
       spec->axes.push_back(Axis{{std::move(col)}});
     }
@@ -142,7 +143,8 @@ Status ParseAxes(const ordered_json& doc, Spec* spec,
       Axis axis;
       for (auto it = zip[g].begin(); it != zip[g].end(); ++it) {
         std::string where = JoinPath(gwhere, it.key());
-        BATCHLAB_ASSIGN_OR_RETURN(auto col, ParseColumn(spec->user_program, it.key(), it.value(), where));
+        BATCHLAB_ASSIGN_OR_RETURN(auto col,
+                                  ParseColumn(spec->user_program, it.key(), it.value(), where));
         if (!axis.columns.empty() && col.values.size() != axis.size()) {
           return Bad(where, fmt::format("has {} values but {} has {}; zipped lists must have "
                                         "equal length",
@@ -270,9 +272,8 @@ Status ParseRandom(const ordered_json& r, Spec* spec,
       BATCHLAB_RETURN_IF_ERROR(ValidateConfigValue(p.path, hi, awhere + "[1]", spec->user_program));
       // A free-form field (params.*, a user program's model/data) has no range of its own: the
       // draw needs ends that a double holds exactly.
-      if (kind == "int_uniform" &&
-          (std::fabs(p.low) > static_cast<double>(kMaxSpecInteger) ||
-           std::fabs(p.high) > static_cast<double>(kMaxSpecInteger))) {
+      if (kind == "int_uniform" && (std::fabs(p.low) > static_cast<double>(kMaxSpecInteger) ||
+                                    std::fabs(p.high) > static_cast<double>(kMaxSpecInteger))) {
         return Bad(awhere, fmt::format("int_uniform ends must lie within +-{} (2^53 - 1)",
                                        kMaxSpecInteger));
       }
@@ -362,10 +363,10 @@ Status ParseSeeds(const ordered_json& doc, Spec* spec) {
 
 Status ParseResources(const ordered_json& r, Resources* out) {
   if (!r.is_object()) return Bad("resources", "is not an object");
-  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(r, "resources",
-                                    {"slots_per_rank", "timeout_seconds", "retries",
-                                     "retry_backoff_seconds", "expected_seconds",
-                                     "gpus_per_rank"}));
+  BATCHLAB_RETURN_IF_ERROR(
+      OnlyKeys(r, "resources",
+               {"slots_per_rank", "timeout_seconds", "retries", "retry_backoff_seconds",
+                "expected_seconds", "gpus_per_rank"}));
   if (r.contains("slots_per_rank")) {
     BATCHLAB_ASSIGN_OR_RETURN(
         long long v, Integer(r["slots_per_rank"], "resources.slots_per_rank", 1, kMaxThreads));
@@ -399,8 +400,8 @@ Status ParseResources(const ordered_json& r, Resources* out) {
                              "(GPUs are not shared between ranks)",
                              g.dump()));
     }
-    BATCHLAB_ASSIGN_OR_RETURN(
-        long long v, Integer(g, "resources.gpus_per_rank", 0, kMaxGpusPerRank));
+    BATCHLAB_ASSIGN_OR_RETURN(long long v,
+                              Integer(g, "resources.gpus_per_rank", 0, kMaxGpusPerRank));
     out->gpus_per_rank = static_cast<int>(v);
   }
   return OkStatus();

@@ -46,7 +46,7 @@ struct ExecutorClock {
 };
 
 struct ExecutorOptions {
-  int slots = 1;                    // cores in the pool
+  int slots = 1;  // cores in the pool
   // GPUs in the pool (gpu_slots.h): a run holding world_size x gpus_per_rank of them starts only
   // when they are free, gets their ids (LaunchRequest::gpu_ids) and gives them back when it ends;
   // a plan with a run needing more is refused. -1: not counted (Slurm allocates them).

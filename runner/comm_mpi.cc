@@ -3,6 +3,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -142,6 +145,67 @@ class MpiWork : public Work {
 
 }  // namespace
 
+// Ends the process when a blocking call outlives its deadline (as c10d's NCCL watchdog does): a
+// blocking MPI call cannot be interrupted, and exiting makes mpirun stop the whole job, so a hung
+// peer never hangs the run. One thread per communicator, asleep unless a call is armed.
+class CallWatchdog {
+ public:
+  CallWatchdog() : thread_([this] { Loop(); }) {}
+  ~CallWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Arm(std::chrono::milliseconds timeout, std::string what) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      deadline_ = std::chrono::steady_clock::now() + timeout;
+      timeout_ = timeout;
+      what_ = std::move(what);
+      ++armed_;
+    }
+    cv_.notify_all();
+  }
+  void Disarm() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++disarmed_;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      if (armed_ == disarmed_) {
+        cv_.wait(lock, [&] { return stop_ || armed_ != disarmed_; });
+        continue;
+      }
+      const uint64_t call = armed_;
+      if (cv_.wait_until(lock, deadline_, [&] { return stop_ || disarmed_ >= call; })) continue;
+      std::fprintf(stderr,
+                   "batchlab-runner[rank %d]: mpi: %s timed out after %lld ms (a rank died or "
+                   "stopped calling collectives); exiting so that mpirun ends the job\n",
+                   g_world_rank, what_.c_str(), static_cast<long long>(timeout_.count()));
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  uint64_t armed_ = 0, disarmed_ = 0;  // calls armed and ended so far
+  std::chrono::steady_clock::time_point deadline_;
+  std::chrono::milliseconds timeout_{0};
+  std::string what_;
+  std::thread thread_;  // last: starts after every member above exists
+};
+
 MpiCommunicator::MpiCommunicator(const RankInfo& rank) {
   EnsureMpiInitialized();
   BATCHLAB_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
@@ -172,6 +236,18 @@ std::unique_ptr<Work> MpiCommunicator::Allreduce(torch::Tensor& tensor, ReduceOp
                                     comm_, &request));
   const double divide_by = op == ReduceOp::kAvg ? static_cast<double>(size_) : 1.0;
   return std::make_unique<MpiWork>(request, "allreduce", tensor, divide_by);
+}
+
+void MpiCommunicator::AllreduceNow(torch::Tensor& tensor, ReduceOp op,
+                                   std::chrono::milliseconds timeout) {
+  CheckTensor(tensor, "allreduce");
+  if (!watchdog_) watchdog_ = std::make_unique<CallWatchdog>();
+  watchdog_->Arm(timeout, "allreduce");
+  const int rc = MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), static_cast<int>(tensor.numel()),
+                               MpiTypeOf(tensor), MPI_SUM, comm_);
+  watchdog_->Disarm();
+  if (rc != MPI_SUCCESS) ThrowMpiError(rc, "MPI_Allreduce", __FILE__, __LINE__);
+  if (op == ReduceOp::kAvg) tensor.div_(static_cast<double>(size_));
 }
 
 std::unique_ptr<Work> MpiCommunicator::Broadcast(torch::Tensor& tensor, int root) {

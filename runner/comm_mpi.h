@@ -21,6 +21,8 @@
 
 namespace batchlab::runner {
 
+class CallWatchdog;  // comm_mpi.cc
+
 class MpiCommunicator : public Communicator {
  public:
   // Initializes MPI if needed; throws RunnerError (kComm) if MPI's rank/size disagree with `rank`
@@ -35,6 +37,7 @@ class MpiCommunicator : public Communicator {
   const char* backend() const override { return "mpi"; }
 
   std::unique_ptr<Work> Allreduce(torch::Tensor& tensor, ReduceOp op) override;
+  void AllreduceNow(torch::Tensor& tensor, ReduceOp op, std::chrono::milliseconds timeout) override;
   std::unique_ptr<Work> Broadcast(torch::Tensor& tensor, int root) override;
   std::unique_ptr<Work> Barrier() override;
   std::unique_ptr<Work> Send(const torch::Tensor& tensor, int to, int tag) override;
@@ -42,6 +45,7 @@ class MpiCommunicator : public Communicator {
   void Abandon() override;  // skip MPI_Finalize at exit (also done after any MPI error)
 
  private:
+  std::unique_ptr<CallWatchdog> watchdog_;  // for AllreduceNow, started on first use
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

@@ -127,8 +127,7 @@ NcclCommunicator::NcclCommunicator(const CommConfig& config, const RankInfo& ran
   // ncclInvalidUsage at init): say so before, in terms of the run config.
   if (const int local = LocalRanksFromEnvironment(); local > devices) {
     throw BadConfig("comm.backend: \"nccl\" needs a CUDA device per rank, but " +
-                    std::to_string(local) + " ranks on this node share " +
-                    std::to_string(devices) +
+                    std::to_string(local) + " ranks on this node share " + std::to_string(devices) +
                     " device(s); launch at most that many ranks per node (ranks_per_node) or use "
                     "comm.backend \"mpi\" or \"gloo\"");
   }

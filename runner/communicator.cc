@@ -65,6 +65,11 @@ RankInfo RankInfoFromEnvironment() {
   return info;
 }
 
+void Communicator::AllreduceNow(torch::Tensor& tensor, ReduceOp op,
+                                std::chrono::milliseconds timeout) {
+  Allreduce(tensor, op)->Wait(timeout);
+}
+
 std::unique_ptr<Work> Communicator::Send(const torch::Tensor&, int, int) {
   throw BadConfig(std::string("comm.backend: \"") + backend() +
                   "\" has no point-to-point messages, which comm.sync async_ps and backup need; "

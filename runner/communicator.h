@@ -46,6 +46,11 @@ class Communicator {
   virtual std::unique_ptr<Work> Allreduce(torch::Tensor& tensor, ReduceOp op) = 0;
   virtual std::unique_ptr<Work> Broadcast(torch::Tensor& tensor, int root) = 0;
   virtual std::unique_ptr<Work> Barrier() = 0;
+  // Allreduce and wait for it (the gradient buckets' path). By default Allreduce(...)->Wait; mpi
+  // runs a blocking MPI_Allreduce under a watchdog instead, which ends the process (exit 1, the
+  // reason on stderr) if the call outlives `timeout`: Open MPI's blocking collectives use faster
+  // algorithms than its non-blocking ones and need no polling to progress.
+  virtual void AllreduceNow(torch::Tensor& tensor, ReduceOp op, std::chrono::milliseconds timeout);
 
   // Point to point, for the parameter-server modes (comm.sync async_ps, backup): messages from
   // one rank to another with the same tag arrive in order. Only the mpi backend has them; the

@@ -104,14 +104,14 @@ double GradientBuckets::AllreduceGradients(Communicator& comm, std::chrono::mill
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   if (comm.size() > 1) {
-    // Launch bucket i's allreduce before packing bucket i+1, so packing overlaps communication.
-    std::vector<std::unique_ptr<Work>> pending;
-    pending.reserve(buckets_.size());
+    // One blocking allreduce per bucket: on the CPU a non-blocking one advances only while it is
+    // polled, so launching every bucket first and packing meanwhile overlapped nothing, and Open
+    // MPI's blocking algorithms are the faster ones (docs/benchmarks.md, "Fused-gradient
+    // allreduce").
     for (Bucket& b : buckets_) {
       Pack(b);
-      pending.push_back(comm.Allreduce(b.flat, ReduceOp::kAvg));
+      comm.AllreduceNow(b.flat, ReduceOp::kAvg, timeout);
     }
-    for (auto& w : pending) w->Wait(timeout);
   } else {
     for (Bucket& b : buckets_) Pack(b);
   }

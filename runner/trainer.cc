@@ -436,8 +436,8 @@ Outcome Trainer::RunCollective() {
 
   while (total_steps_ == 0 || step_ < total_steps_) {
     ++step_;
-    const bool measure = sync == "allreduce" && config_.gns_every_steps > 0 &&
-                         step_ % config_.gns_every_steps == 0;
+    const bool measure =
+        sync == "allreduce" && config_.gns_every_steps > 0 && step_ % config_.gns_every_steps == 0;
     const Clock::time_point t0 = Clock::now();
     GatherBatch();
     const Clock::time_point t1 = Clock::now();
@@ -508,9 +508,9 @@ Outcome Trainer::RunCollective() {
     double comm_seconds = Seconds(t2, t3);
     if (local_sgd) {
       // Every rank stepped alone; average at every H-th step, every evaluation and the last step.
-      const bool sync_point = step_ % config_.comm.sync_every == 0 || step_ == total_steps_ ||
-                              (config_.eval_every_steps > 0 &&
-                               step_ % config_.eval_every_steps == 0);
+      const bool sync_point =
+          step_ % config_.comm.sync_every == 0 || step_ == total_steps_ ||
+          (config_.eval_every_steps > 0 && step_ % config_.eval_every_steps == 0);
       facts.effective_batch = config_.local_batch_size;
       facts.staleness = static_cast<double>(step_ - 1 - last_average);
       agreed = sync_point;

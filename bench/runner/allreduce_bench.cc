@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "runner/communicator.h"
 #include "runner/gradient_buckets.h"
@@ -134,20 +134,19 @@ int main(int argc, char** argv) {
         std::vector<double> fb, rb;
         for (double s : fused_s) fb.push_back(static_cast<double>(bytes) / s * factor / 1e9);
         for (double s : raw_s) rb.push_back(static_cast<double>(bytes) / s * factor / 1e9);
-        nlohmann::json row = {
-            {"row", "fused-gradient allreduce busbw, " + SizeText(bytes) + ", " +
-                        std::to_string(n) + " ranks"},
-            {"value", fused_bw},
-            {"baseline", raw_bw},
-            {"baseline_name", "raw MPI_Allreduce"},
-            {"unit", "GB/s"},
-            {"min", *std::min_element(fb.begin(), fb.end())},
-            {"max", *std::max_element(fb.begin(), fb.end())},
-            {"baseline_min", *std::min_element(rb.begin(), rb.end())},
-            {"baseline_max", *std::max_element(rb.begin(), rb.end())},
-            {"reps", rounds},
-            {"goal", ">= 0.9x raw MPI_Allreduce"},
-            {"ok", fused_bw >= 0.9 * raw_bw}};
+        nlohmann::json row = {{"row", "fused-gradient allreduce busbw, " + SizeText(bytes) + ", " +
+                                          std::to_string(n) + " ranks"},
+                              {"value", fused_bw},
+                              {"baseline", raw_bw},
+                              {"baseline_name", "raw MPI_Allreduce"},
+                              {"unit", "GB/s"},
+                              {"min", *std::min_element(fb.begin(), fb.end())},
+                              {"max", *std::max_element(fb.begin(), fb.end())},
+                              {"baseline_min", *std::min_element(rb.begin(), rb.end())},
+                              {"baseline_max", *std::max_element(rb.begin(), rb.end())},
+                              {"reps", rounds},
+                              {"goal", ">= 0.9x raw MPI_Allreduce"},
+                              {"ok", fused_bw >= 0.9 * raw_bw}};
         std::printf("%s\n", row.dump().c_str());
       }
       std::fflush(stdout);

@@ -16,9 +16,10 @@
 // libpython3.11-stdlib, pulled in by python3): every regular file *.py under /usr/lib/python3.11,
 // except the subtrees dist-packages, site-packages, test, tests, idle_test (other packages, or
 // none), distutils, lib2to3, venv, ensurepip, idlelib, tkinter, turtledemo (separate, optional
-// Debian packages) and config-3.11-* (libpython3.11-dev); sorted by relative path (byte order), concatenated, and cut at
-// kDefaultCorpusBytes = 6,000,000 bytes (of 9,989,587 on Debian 12's 3.11.2-6+deb12u6: the first
-// 362 of 508 files, __future__.py .. mimetypes.py and part of modulefinder.py).
+// Debian packages) and config-3.11-* (libpython3.11-dev); sorted by relative path (byte order),
+// concatenated, and cut at kDefaultCorpusBytes = 6,000,000 bytes (of 9,989,587 on Debian
+// 12's 3.11.2-6+deb12u6: the first 362 of 508 files, __future__.py .. mimetypes.py and part of
+// modulefinder.py).
 //
 // Bad input is a BadConfig (exit 2) naming the field: a missing, unreadable or empty file
 // (data.path), a context longer than a split allows (model.context: each split needs at least

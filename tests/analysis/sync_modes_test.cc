@@ -128,10 +128,12 @@ TEST(SyncModesTest, ModesSideBySideWithAndWithoutAStraggler) {
   EXPECT_NEAR(*s.rows[3].effective_batch, 32, 1e-12);
   const std::vector<std::string> summary = SyncSummary(s);
   ASSERT_EQ(summary.size(), 2u);  // one line per straggler setting
-  EXPECT_EQ(summary[0], "Synchronization (straggler none): fastest to target allreduce in 1 s "
-                        "(100 steps), 1x allreduce's time.");
-  EXPECT_EQ(summary[1], "Synchronization (straggler rank 1, 30 ms): fastest to target backup b=1 in "
-                        "1.2 s (120 steps), 3.333x allreduce's time.");
+  EXPECT_EQ(summary[0],
+            "Synchronization (straggler none): fastest to target allreduce in 1 s "
+            "(100 steps), 1x allreduce's time.");
+  EXPECT_EQ(summary[1],
+            "Synchronization (straggler rank 1, 30 ms): fastest to target backup b=1 in "
+            "1.2 s (120 steps), 3.333x allreduce's time.");
   const Table t = SyncTable(s);
   EXPECT_EQ(t.rows.size(), 4u);
   EXPECT_EQ(SyncJson(s)["rows"].size(), 4u);

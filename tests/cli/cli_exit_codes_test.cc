@@ -1,30 +1,17 @@
 // The `batchlab` binary's top-level contract: --help/--version exit 0 on every subcommand group,
 // usage errors exit 2 with a message on stderr.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "tests/support/run_command.h"
+
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using Result = batchlab::testing::CommandResult;
 
 Result RunBatchlab(const std::string& args) {
-  std::string cmd = std::string(BATCHLAB_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return batchlab::testing::RunCommand(std::string(BATCHLAB_BINARY) + " " + args);
 }
 
 TEST(CliExitCodes, VersionOnTopLevelAndEveryGroup) {

@@ -2,10 +2,6 @@
 // shows each run's GPUs and its rank -> device mapping and the plan's totals; a spec whose run
 // needs more GPUs than the pool (--gpus, default this machine's) exits 2 naming
 // resources.gpus_per_rank, from `sweep plan` and from `sweep run` before the database exists.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -13,29 +9,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
 
 using batchlab::testing::TempDir;
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using Result = batchlab::testing::CommandResult;
 
 // `env` goes before the command (e.g. "CUDA_VISIBLE_DEVICES=0,1 "); "env -u NAME " unsets one.
 Result RunBatchlab(const std::string& args,
                    const std::string& env = "env -u CUDA_VISIBLE_DEVICES ") {
-  std::string cmd = env + std::string(BATCHLAB_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return batchlab::testing::RunCommand(env + std::string(BATCHLAB_BINARY) + " " + args);
 }
 
 class GpuSlotsCliTest : public ::testing::Test {

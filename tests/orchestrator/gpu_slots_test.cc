@@ -22,6 +22,7 @@
 #include "orchestrator/slurm_launcher.h"
 #include "orchestrator/spec.h"
 #include "orchestrator/worker_pool.h"
+#include "tests/orchestrator/expect_invalid_spec.h"
 #include "tests/orchestrator/temp_dir.h"
 
 namespace batchlab::orchestrator {
@@ -348,16 +349,6 @@ TEST(GpuWorkerPoolTest, WorkersKeepTheirGpusAndIdleOnesOnAGpuNeededElsewhereAreR
 }
 
 // --- the spec field and the refusal -------------------------------------------------------------
-
-void ExpectInvalid(const std::string& text, std::initializer_list<std::string> needles) {
-  StatusOr<Spec> spec = ParseSpec(text, "t.json");
-  ASSERT_FALSE(spec.ok()) << text;
-  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument) << spec.status().message();
-  for (const auto& n : needles) {
-    EXPECT_NE(spec.status().message().find(n), std::string::npos)
-        << "message: " << spec.status().message() << "\nexpected to contain: " << n;
-  }
-}
 
 std::string WithResources(const std::string& resources) {
   return R"({"name": "s", "base": {"batch_size": 64}, "resources": )" + resources + "}";

@@ -3,19 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/orchestrator/expect_invalid_spec.h"
+
 namespace batchlab::orchestrator {
 namespace {
-
-// Parses `text`; expects INVALID_ARGUMENT whose message contains every `needle`.
-void ExpectInvalid(const std::string& text, std::initializer_list<std::string> needles) {
-  StatusOr<Spec> spec = ParseSpec(text, "t.json");
-  ASSERT_FALSE(spec.ok()) << text;
-  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument) << spec.status().message();
-  for (const auto& n : needles) {
-    EXPECT_NE(spec.status().message().find(n), std::string::npos)
-        << "message: " << spec.status().message() << "\nexpected to contain: " << n;
-  }
-}
 
 constexpr const char* kMinimal = R"({"name": "s", "base": {"batch_size": 64}})";
 

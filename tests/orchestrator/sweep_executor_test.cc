@@ -239,9 +239,7 @@ class SweepExecutorTest : public ::testing::Test {
 
 TEST_F(SweepExecutorTest, RetriesWithExponentialBackoffInNewFolders) {
   Load(R"({"retries": 2, "retry_backoff_seconds": 5})");
-  launcher_.script = [](const LaunchRequest& r) {
-    return Exits(1, r.attempt < 3 ? 1 : 0);
-  };
+  launcher_.script = [](const LaunchRequest& r) { return Exits(1, r.attempt < 3 ? 1 : 0); };
   SweepOutcome out = Execute();
   EXPECT_EQ(out.succeeded, 1);
   EXPECT_EQ(out.attempts, 3);
@@ -342,10 +340,13 @@ TEST_F(SweepExecutorTest, ResumeStopsTheStaleAttemptAndIngestsItsTail) {
     const std::string dir = dir_.File(fmt::format("old-runs/{}", i));
     std::filesystem::create_directories(dir);
     ASSERT_TRUE(store_->StartAttempt(r.id, dir).ok());
-    std::string text = "{\"seq\":0,\"kind\":\"start\"}\n{\"seq\":1,\"kind\":\"step\",\"step\":1,"
-                       "\"loss\":0.9}\n";
-    if (i == 0) text += "{\"seq\":2,\"kind\":\"end\",\"outcome\":\"completed\",\"steps\":1}\n";
-    else text += "{\"seq\":2,\"kind\":\"step\",\"ste";  // cut off mid-line by the kill
+    std::string text =
+        "{\"seq\":0,\"kind\":\"start\"}\n{\"seq\":1,\"kind\":\"step\",\"step\":1,"
+        "\"loss\":0.9}\n";
+    if (i == 0)
+      text += "{\"seq\":2,\"kind\":\"end\",\"outcome\":\"completed\",\"steps\":1}\n";
+    else
+      text += "{\"seq\":2,\"kind\":\"step\",\"ste";  // cut off mid-line by the kill
     std::ofstream(dir + "/metrics.jsonl") << text;
     old_dirs.push_back(dir);
   }
@@ -369,8 +370,8 @@ TEST_F(SweepExecutorTest, ResumeStopsTheStaleAttemptAndIngestsItsTail) {
 
 TEST_F(SweepExecutorTest, NewAttemptNeverReusesAnExistingFolder) {
   Load(R"({"retries": 0})");
-  const std::string taken = AttemptDir(std::filesystem::absolute(options_.runs_dir).string(),
-                                       "s", plan_.runs[0].id, 1, store_->database_id());
+  const std::string taken = AttemptDir(std::filesystem::absolute(options_.runs_dir).string(), "s",
+                                       plan_.runs[0].id, 1, store_->database_id());
   std::filesystem::create_directories(taken);
   std::ofstream(taken + "/metrics.jsonl") << "left by a crash before the attempt was recorded\n";
   SweepOutcome out = Execute();
@@ -397,7 +398,7 @@ TEST_F(SweepExecutorTest, GpuRunWaitsForAFreeGpuAndGetsItsIds) {
   ASSERT_EQ(starts.size(), 3u);
   EXPECT_EQ(starts[0].gpu_ids, std::vector<int>({0}));
   EXPECT_EQ(starts[1].gpu_ids, std::vector<int>({1}));
-  EXPECT_NEAR(starts[1].t, starts[0].t, 0.01);  // together: two GPUs
+  EXPECT_NEAR(starts[1].t, starts[0].t, 0.01);     // together: two GPUs
   EXPECT_NEAR(starts[2].t - starts[0].t, 5, 1.0);  // waited for a GPU though slots were free
   EXPECT_EQ(starts[2].gpu_ids.size(), 1u);
   EXPECT_TRUE(launcher_.gpu_holder.empty());  // every GPU given back

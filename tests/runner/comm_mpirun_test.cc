@@ -259,17 +259,38 @@ int AbandonScenario() {
   return 0;
 }
 
+// `--hang`: rank 1 never joins; rank 0's AllreduceNow (the gradient buckets' blocking path) has
+// a 2 s timeout. Its watchdog must end rank 0 with exit 1 and the reason on stderr, and mpirun
+// the job, long before rank 1's 120 s sleep is over (CTest checks the code, the message and the
+// time).
+int HangScenario() {
+  CommConfig c;
+  c.backend = g_backend;
+  auto comm = MakeCommunicator(c, RankInfoFromEnvironment());
+  comm->Barrier()->Wait(kTimeout);
+  if (comm->rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(120));
+    return 0;
+  }
+  torch::Tensor t = torch::ones({4});
+  comm->AllreduceNow(t, ReduceOp::kAvg, std::chrono::seconds(2));
+  std::fprintf(stderr, "rank 0: allreduce completed without rank 1\n");
+  return 0;
+}
+
 }  // namespace batchlab::runner
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  bool abandon = false;
+  bool abandon = false, hang = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--backend=", 0) == 0) batchlab::runner::g_backend = arg.substr(10);
     if (arg == "--abandon") abandon = true;
+    if (arg == "--hang") hang = true;
   }
   if (abandon) return batchlab::runner::AbandonScenario();
+  if (hang) return batchlab::runner::HangScenario();
   const int failed = RUN_ALL_TESTS();
   rmdir(batchlab::runner::SharedDir().c_str());  // succeeds on the rank that leaves it empty
   return failed;
