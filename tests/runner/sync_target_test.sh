@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every synchronization mode trains the quickstart's MLP on real Fashion-MNIST to the
-# quickstart's target (test accuracy >= 0.8 on a 2000-sample held-out subset) on 2-3 ranks:
+# quickstart's target (test accuracy >= 0.8 on a 2000-sample held-out subset) on 2-3 ranks (lag
+# and local_sgd on gloo too; async_ps and backup need mpi's point-to-point messages):
 # the runner exits 3 (target_reached) and the end line says so. One config for every mode: plain
 # SGD at the quickstart's learning rate, since heavy-ball momentum with a stale gradient (lag,
 # async_ps) needs a far smaller one (docs/sync.md, "Stale gradients and momentum").
@@ -14,6 +15,8 @@ runs=(
   "allreduce|2|256|{\"sync\": \"allreduce\"}"
   "lag|2|256|{\"sync\": \"lag\"}"
   "local_sgd|2|256|{\"sync\": \"local_sgd\", \"sync_every\": 4}"
+  "lag_gloo|2|256|{\"sync\": \"lag\", \"backend\": \"gloo\"}"
+  "local_sgd_gloo|2|256|{\"sync\": \"local_sgd\", \"sync_every\": 4, \"backend\": \"gloo\"}"
   "async_ps|3|384|{\"sync\": \"async_ps\"}"
   "backup|3|384|{\"sync\": \"backup\", \"backup_workers\": 1, \"straggler\": {\"rank\": 2, \"delay_ms\": 20}}"
 )
