@@ -141,6 +141,18 @@ std::vector<Table> CritTables(const CritSection& crit) {
     fit.rows.push_back({"B_simple (median over runs)", N(*crit.b_simple), "", ""});
     fit.rows.push_back({"B_simple / B_crit", N(*crit.b_simple_ratio), "", ""});
   }
+  if (const std::optional<double> t = crit.tokens_per_sequence) {  // a language model's sweep
+    const auto tokens = [&](double v) { return N(*t * v); };
+    fit.rows.push_back(
+        {"E_min (tokens)", tokens(f.e_min.value), tokens(f.e_min.low), tokens(f.e_min.high)});
+    fit.rows.push_back({"B_crit (tokens per step)", tokens(f.b_crit.value), tokens(f.b_crit.low),
+                        tokens(f.b_crit.high)});
+    if (crit.b_simple) fit.rows.push_back({"B_simple (tokens)", tokens(*crit.b_simple), "", ""});
+    fit.notes.push_back(fmt::format(
+        "Every run stored tokens_per_step on its start line: {} tokens per sequence (sample), so "
+        "the rows in tokens are the rows in samples times {}.",
+        N(*t), N(*t)));
+  }
   fit.notes.push_back(fmt::format(
       "Fit of S = S_min (1 + B_crit/B), linear in 1/B with weights 1/S^2 (McCandlish et al. 2018 "
       "section 2.3), over {} points at {} batch sizes; {:.0f}% bootstrap over {} ({} resamples); "

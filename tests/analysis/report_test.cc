@@ -1,6 +1,7 @@
 // The report of the synthetic sweep: files written, numbers consistent with the analyses, the
 // database untouched, and text that cannot break the HTML or CSV.
 #include "analysis/report.h"
+#include "analysis/study_tables.h"
 
 #include <filesystem>
 #include <fstream>
@@ -52,6 +53,17 @@ TEST(ReportTest, LanguageModelSweepsAlsoReportTokens) {
   EXPECT_EQ(j["tokens_per_sequence"], 64.0);
   EXPECT_DOUBLE_EQ(j["b_crit_tokens"]["value"].get<double>(), 64 * f.b_crit.value);
   EXPECT_DOUBLE_EQ(j["e_min_tokens"]["value"].get<double>(), 64 * f.e_min.value);
+  // The fit's table (analyze crit, critical_batch.csv) has the rows in tokens too.
+  const Table fit = CritTables(study->crit).front();
+  bool tokens_row = false;
+  for (const auto& row : fit.rows) {
+    if (row[0] != "B_crit (tokens per step)") continue;
+    tokens_row = true;
+    EXPECT_EQ(row[1], FormatNumber(64 * f.b_crit.value));
+    EXPECT_EQ(row[2], FormatNumber(64 * f.b_crit.low));
+    EXPECT_EQ(row[3], FormatNumber(64 * f.b_crit.high));
+  }
+  EXPECT_TRUE(tokens_row);
 
   // One run without the fact: no tokens anywhere (units are never mixed).
   SweepData mixed = std::move(*lm);
@@ -66,6 +78,10 @@ TEST(ReportTest, LanguageModelSweepsAlsoReportTokens) {
     EXPECT_EQ(line.find("tokens"), std::string::npos) << line;
   }
   EXPECT_FALSE(CritJson(plain_study->crit).contains("b_crit_tokens"));
+  const std::vector<Table> plain_tables = CritTables(plain_study->crit);
+  for (const auto& row : plain_tables.front().rows) {
+    EXPECT_EQ(row[0].find("tokens"), std::string::npos) << row[0];
+  }
 }
 
 TEST(ReportTest, WritesHtmlMarkdownAndCsvWithoutTouchingTheDatabase) {
