@@ -56,8 +56,7 @@ class SeriesFiller {
 };
 
 // The runs' configured target as "metric>=value" text; empty if none.
-std::string TargetText(const std::string& config) {
-  const nlohmann::json c = nlohmann::json::parse(config, nullptr, false);
+std::string TargetText(const nlohmann::json& c) {
   if (!c.is_object() || !c.contains("target") || !c["target"].is_object()) return "";
   const nlohmann::json& t = c["target"];
   if (!t.contains("value") || !t["value"].is_number()) return "";
@@ -66,8 +65,7 @@ std::string TargetText(const std::string& config) {
 }
 
 // The resolved config's `comm` object, every default written in (null when absent).
-nlohmann::json CommOf(const std::string& config) {
-  const nlohmann::json c = nlohmann::json::parse(config, nullptr, false);
+nlohmann::json CommOf(const nlohmann::json& c) {
   if (!c.is_object() || !c.contains("comm") || !c["comm"].is_object()) return nullptr;
   return c["comm"];
 }
@@ -116,8 +114,9 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
     r.parameters = row.parameters.value_or(0);
     r.tokens_per_step = row.tokens_per_step.value_or(0);
     r.flops_per_step = row.flops_per_step.value_or(0);
-    if (sweep.target.empty()) sweep.target = TargetText(row.config_json);
-    r.comm = CommOf(row.config_json);
+    const nlohmann::json config = nlohmann::json::parse(row.config_json, nullptr, false);
+    if (sweep.target.empty()) sweep.target = TargetText(config);
+    r.comm = CommOf(config);
     by_key[row.run_key] = sweep.runs.size();
     sweep.runs.push_back(std::move(r));
   }

@@ -30,8 +30,6 @@ Status ValidateConfigObject(const json& base, const std::string& where, bool use
 
 json ConfigDefaults() { return config::Defaults(config::Reader::kEveryProgram); }
 
-json BuiltinRunnerDefaults() { return config::Defaults(config::Reader::kBuiltinRunner); }
-
 Status ValidateBuiltinRunnerFields(const json& config, const std::string& where_prefix) {
   for (const config::Field& f : config::Root().children) {
     if (!f.users_own_object) continue;

@@ -36,15 +36,13 @@ Status ValidateConfigObject(const nlohmann::json& base, const std::string& where
 
 // `model` and `data` are the built-in runner's: only its runs get their defaults and checks.
 bool IsBuiltinRunnerField(const std::string& top_level_name);
-// The defaults of the fields only the built-in runner reads (model, data, optimizer.beta2, comm,
-// ...): written into the runs without a `program`.
-nlohmann::json BuiltinRunnerDefaults();
 // The strict check of a resolved config's `model` and `data` for the built-in runner (for specs
 // that mix programs, where the parse-time check had to let them through).
 Status ValidateBuiltinRunnerFields(const nlohmann::json& config, const std::string& where_prefix);
 
 // The defaults of the fields every program reads (the study's own: batch_size, lr.*, budget, ...).
-// A run of the built-in runner gets BuiltinRunnerDefaults() too.
+// A run of the built-in runner gets config::WithDefaults(config, true) too: the defaults of the
+// fields only it reads (model, data, optimizer.beta2, comm, ...), inside given objects as well.
 nlohmann::json ConfigDefaults();
 
 // Every dotted leaf path a spec may set (for the JSON Schema and docs/spec.md).

@@ -243,7 +243,6 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
 
   json defaults = ConfigDefaults();
   MergeInto(defaults, spec.base, true);
-  const json builtin_defaults = BuiltinRunnerDefaults();
   const json program_defaults = config::DefaultsOf("program");
   std::map<std::string, Program> programs;  // program JSON -> resolved
   std::vector<long long> dropped(spec.constraints.size(), 0);
@@ -300,8 +299,8 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
       }
       program = known->second;
     } else {
-      MergeBeneath(config, builtin_defaults);
-      // A given object's own defaults too (comm.straggler.probability): the run id covers them.
+      // Every default the built-in runner reads, a given object's own included
+      // (comm.straggler.probability): the run id covers them.
       config = config::WithDefaults(std::move(config), /*builtin_runner=*/true);
       if (spec.user_program) {
         Status s = ValidateBuiltinRunnerFields(config, "");

@@ -5,7 +5,6 @@
 #ifdef BATCHLAB_WITH_NCCL
 
 #include <chrono>
-#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -100,18 +99,6 @@ class NcclWork : public Work {
   const char* what_;
 };
 
-// Ranks on this node as the launcher says (mpirun, MPICH hydra), 0 when it does not say.
-int LocalRanksFromEnvironment() {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
-    const char* v = std::getenv(var);
-    if (v == nullptr) continue;
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (end != v && *end == '\0' && n > 0) return static_cast<int>(n);
-  }
-  return 0;
-}
-
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(const CommConfig& config, const RankInfo& rank)
@@ -125,7 +112,7 @@ NcclCommunicator::NcclCommunicator(const CommConfig& config, const RankInfo& ran
   }
   // NCCL refuses two ranks of one communicator on one device ("Duplicate GPU detected",
   // ncclInvalidUsage at init): say so before, in terms of the run config.
-  if (const int local = LocalRanksFromEnvironment(); local > devices) {
+  if (const int local = rank.local_size; local > devices) {
     throw BadConfig("comm.backend: \"nccl\" needs a CUDA device per rank, but " +
                     std::to_string(local) + " ranks on this node share " + std::to_string(devices) +
                     " device(s); launch at most that many ranks per node (ranks_per_node) or use "

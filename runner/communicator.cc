@@ -43,12 +43,13 @@ RankInfo RankInfoFromEnvironment() {
     const char* rank;
     const char* size;
     const char* local;
+    const char* local_size;  // nullptr: the launcher has none
   };
   // mpirun (OpenMPI), PMI-1/2 launchers (MPICH hydra, srun --mpi=pmi2), srun.
-  for (const Source& s :
-       {Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-        Source{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-        Source{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"}}) {
+  for (const Source& s : {Source{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+                          Source{"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+                          Source{"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr}}) {
     const int rank = EnvInt({s.rank}, 0);
     const int size = EnvInt({s.size}, 1);
     if (rank < 0 || size < 0) continue;
@@ -60,6 +61,7 @@ RankInfo RankInfoFromEnvironment() {
     info.rank = rank;
     info.world_size = size;
     info.local_rank = std::max(EnvInt({s.local}, 0), 0);
+    if (s.local_size != nullptr) info.local_size = std::max(EnvInt({s.local_size}, 1), 0);
     return info;
   }
   return info;

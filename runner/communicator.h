@@ -71,6 +71,7 @@ struct RankInfo {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  int local_size = 0;  // ranks on this node; 0 when the launcher does not say (srun)
 };
 
 // Config "comm" (meanings, ranges and defaults: base/config_fields.cc, the one declaration).

@@ -74,6 +74,8 @@ class ScopedEnv {
   static constexpr const char* kAll[] = {"OMPI_COMM_WORLD_RANK",
                                          "OMPI_COMM_WORLD_SIZE",
                                          "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                         "MPI_LOCALNRANKS",
                                          "PMI_RANK",
                                          "PMI_SIZE",
                                          "MPI_LOCALRANKID",
@@ -97,12 +99,14 @@ TEST(RankInfoTest, ReadsLauncherVariablesInPriorityOrder) {
     ScopedEnv env({{"OMPI_COMM_WORLD_RANK", "3"},
                    {"OMPI_COMM_WORLD_SIZE", "4"},
                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                    {"SLURM_PROCID", "0"},
                    {"SLURM_NTASKS", "8"}});
     RankInfo r = RankInfoFromEnvironment();
     EXPECT_EQ(r.rank, 3);
     EXPECT_EQ(r.world_size, 4);
     EXPECT_EQ(r.local_rank, 1);
+    EXPECT_EQ(r.local_size, 2);
   }
   {
     ScopedEnv env({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "6"}, {"SLURM_LOCALID", "2"}});
@@ -110,6 +114,7 @@ TEST(RankInfoTest, ReadsLauncherVariablesInPriorityOrder) {
     EXPECT_EQ(r.rank, 5);
     EXPECT_EQ(r.world_size, 6);
     EXPECT_EQ(r.local_rank, 2);
+    EXPECT_EQ(r.local_size, 0);  // srun does not say
   }
   {
     ScopedEnv env({{"PMI_RANK", "x1"}, {"PMI_SIZE", "2"}});
