@@ -147,9 +147,13 @@ class MpiWork : public Work {
 
 // Ends the process when a blocking call outlives its deadline (as c10d's NCCL watchdog does): a
 // blocking MPI call cannot be interrupted, and exiting makes mpirun stop the whole job, so a hung
-// peer never hangs the run. One thread per communicator, asleep unless a call is armed.
+// peer never hangs the run. Arming and disarming are plain atomic stores, so the hot path makes no
+// system call and wakes no thread (a wake-up per bucket cost tens of microseconds on busy cores);
+// the thread looks at the deadline every kPeriod, so a timeout is noticed within kPeriod of it.
 class CallWatchdog {
  public:
+  static constexpr std::chrono::milliseconds kPeriod{50};
+
   CallWatchdog() : thread_([this] { Loop(); }) {}
   ~CallWatchdog() {
     {
@@ -159,50 +163,39 @@ class CallWatchdog {
     cv_.notify_all();
     thread_.join();
   }
-  void Arm(std::chrono::milliseconds timeout, std::string what) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      deadline_ = std::chrono::steady_clock::now() + timeout;
-      timeout_ = timeout;
-      what_ = std::move(what);
-      ++armed_;
-    }
-    cv_.notify_all();
+  // `what` must outlive the call (a string literal).
+  void Arm(std::chrono::milliseconds timeout, const char* what) {
+    what_.store(what, std::memory_order_relaxed);
+    timeout_ms_.store(timeout.count(), std::memory_order_relaxed);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    deadline_ticks_.store(deadline.time_since_epoch().count(), std::memory_order_release);
   }
-  void Disarm() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++disarmed_;
-    }
-    cv_.notify_all();
-  }
+  void Disarm() { deadline_ticks_.store(0, std::memory_order_release); }
 
  private:
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      if (armed_ == disarmed_) {
-        cv_.wait(lock, [&] { return stop_ || armed_ != disarmed_; });
+    while (!cv_.wait_for(lock, kPeriod, [&] { return stop_; })) {
+      const int64_t deadline = deadline_ticks_.load(std::memory_order_acquire);
+      if (deadline == 0 || std::chrono::steady_clock::now().time_since_epoch().count() < deadline) {
         continue;
       }
-      const uint64_t call = armed_;
-      if (cv_.wait_until(lock, deadline_, [&] { return stop_ || disarmed_ >= call; })) continue;
       std::fprintf(stderr,
                    "batchlab-runner[rank %d]: mpi: %s timed out after %lld ms (a rank died or "
                    "stopped calling collectives); exiting so that mpirun ends the job\n",
-                   g_world_rank, what_.c_str(), static_cast<long long>(timeout_.count()));
+                   g_world_rank, what_.load(std::memory_order_relaxed),
+                   static_cast<long long>(timeout_ms_.load(std::memory_order_relaxed)));
       std::fflush(stderr);
       std::_Exit(1);
     }
   }
 
-  std::mutex mu_;
+  std::mutex mu_;  // guards stop_ only
   std::condition_variable cv_;
   bool stop_ = false;
-  uint64_t armed_ = 0, disarmed_ = 0;  // calls armed and ended so far
-  std::chrono::steady_clock::time_point deadline_;
-  std::chrono::milliseconds timeout_{0};
-  std::string what_;
+  std::atomic<int64_t> deadline_ticks_{0};  // steady_clock ticks; 0: no call armed
+  std::atomic<int64_t> timeout_ms_{0};
+  std::atomic<const char*> what_{""};
   std::thread thread_;  // last: starts after every member above exists
 };
 

@@ -100,7 +100,8 @@ void GradientBuckets::Unpack(Bucket& b) {
   }
 }
 
-double GradientBuckets::AllreduceGradients(Communicator& comm, std::chrono::milliseconds timeout) {
+double GradientBuckets::AllreduceGradients(Communicator& comm, std::chrono::milliseconds timeout,
+                                           ReduceOp op) {
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   if (comm.size() > 1) {
@@ -110,7 +111,7 @@ double GradientBuckets::AllreduceGradients(Communicator& comm, std::chrono::mill
     // allreduce").
     for (Bucket& b : buckets_) {
       Pack(b);
-      comm.AllreduceNow(b.flat, ReduceOp::kAvg, timeout);
+      comm.AllreduceNow(b.flat, op, timeout);
     }
   } else {
     for (Bucket& b : buckets_) Pack(b);

@@ -10,6 +10,8 @@
 //   buckets.BroadcastParameters(*comm, timeout);           // once: rank 0's initial weights
 //   ... loss.backward();
 //   double seconds = buckets.AllreduceGradients(*comm, timeout);  // grads now averaged
+//   (or scale the loss by 1/world before backward and pass ReduceOp::kSum: the sum is then the
+//   average, without a division pass over every bucket)
 //   optimizer->step();
 //
 // A parameter larger than a bucket gets a bucket of its own; buckets never mix dtypes.
@@ -35,9 +37,11 @@ class GradientBuckets {
   // Returns the seconds spent.
   double BroadcastParameters(Communicator& comm, std::chrono::milliseconds timeout);
 
-  // Averages every parameter's gradient over the ranks (a parameter without a gradient counts
-  // as zeros). Returns the wall seconds of the whole exchange (pack, allreduce, unpack).
-  double AllreduceGradients(Communicator& comm, std::chrono::milliseconds timeout);
+  // Averages (kAvg) or sums (kSum) every parameter's gradient over the ranks (a parameter without
+  // a gradient counts as zeros). Returns the wall seconds of the whole exchange (pack, allreduce,
+  // unpack).
+  double AllreduceGradients(Communicator& comm, std::chrono::milliseconds timeout,
+                            ReduceOp op = ReduceOp::kAvg);
 
   // Sum of squared gradient entries over all parameters (e.g. before the allreduce for the
   // gradient noise scale's local |G|^2, after it for the global one).

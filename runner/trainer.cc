@@ -103,6 +103,7 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
     bucketed.push_back(stats_);  // last, so the model's gradients keep their natural order
     buckets_ = std::make_unique<GradientBuckets>(bucketed, config_.comm.bucket_mb);
     buckets_->BroadcastParameters(*comm_, timeout);
+    grad_scale_ = 1.0 / static_cast<double>(world_);
   } else {
     BindGradientsToFlatBuffer();
     if (world_ > 1) {  // every rank starts from rank 0's weights
@@ -224,10 +225,12 @@ double Trainer::ComputeGradients(bool measure_micro) {
       torch::Tensor out = model_->forward(xb);
       loss = Loss(bf16 ? out.to(torch::kFloat32) : out, yb);
     }
-    if (m == 1) {
+    // The sum of micro-steps is the mean, and (with buckets) the sum over ranks too.
+    const double scale = grad_scale_ / static_cast<double>(m);
+    if (scale == 1.0) {
       loss.backward();
     } else {
-      (loss * (1.0 / static_cast<double>(m))).backward();  // the sum of micro-steps = the mean
+      (loss * scale).backward();
     }
     loss_sum += loss.item<double>();
     if (measured) {
@@ -456,11 +459,13 @@ Outcome Trainer::RunCollective() {
       sh[kStopSlot] = StopRequested() ? 1.0f : 0.0f;
     };
     if (buckets_) {  // allreduce, K > 1: the shared values ride in the last bucket
-      extra[kLossSlot] = static_cast<float>(local_loss);
-      extra[kLocalSqSlot] = measure ? static_cast<float>(GradSquaredNorm()) : 0.0f;
-      extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2));
-      extra[kStopSlot] = StopRequested() ? 1.0f : 0.0f;
-      buckets_->AllreduceGradients(*comm_, timeout);
+      // Summed like the gradients, so each carries 1/K (the local gradient holds 1/K already:
+      // |g/K|^2 * K = |g|^2 / K).
+      extra[kLossSlot] = static_cast<float>(local_loss * grad_scale_);
+      extra[kLocalSqSlot] = measure ? static_cast<float>(GradSquaredNorm() / grad_scale_) : 0.0f;
+      extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2) * grad_scale_);
+      extra[kStopSlot] = StopRequested() ? static_cast<float>(grad_scale_) : 0.0f;
+      buckets_->AllreduceGradients(*comm_, timeout, ReduceOp::kSum);
       stop = extra[kStopSlot] > 0;
       loss = extra[kLossSlot];
       facts.wait_seconds = Seconds(t2, Clock::now());

@@ -115,9 +115,9 @@ class Trainer {
   Outcome Finish(bool collective_eval);  // final evaluation and the end line
   // The step line's common part (rank 0 writes it once the step's values are in).
   nlohmann::ordered_json StepLine(double loss, const SyncFacts& sync) const;
-  Outcome RunCollective();  // allreduce, lag, local_sgd (this file)
-  Outcome RunServer();      // async_ps, backup: rank 0 (trainer_ps.cc)
-  Outcome RunWorker();      // async_ps, backup: the other ranks (trainer_ps.cc)
+  Outcome RunCollective();           // allreduce, lag, local_sgd (this file)
+  Outcome RunServer();               // async_ps, backup: rank 0 (trainer_ps.cc)
+  Outcome RunWorker();               // async_ps, backup: the other ranks (trainer_ps.cc)
   void BindGradientsToFlatBuffer();  // one rank: every .grad() a view into grads_
   void ZeroGradients();
   double GradSquaredNorm();  // of the model's gradients (not stats_)
@@ -145,6 +145,9 @@ class Trainer {
 
   Precision precision_ = Precision::kFp32;
   std::unique_ptr<GradientBuckets> buckets_;  // K > 1
+  // 1/K with buckets_ (the loss carries the average's 1/K, so the buckets are summed: no division
+  // pass over them), else 1. The shared slots in the buckets carry the same factor.
+  double grad_scale_ = 1.0;
   std::string stop_file_;
   std::chrono::steady_clock::time_point last_stop_check_{};
   torch::Tensor stats_;                // K > 1: [loss, |g_local|^2, seconds, stop] as a "grad"

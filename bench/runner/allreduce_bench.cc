@@ -1,9 +1,11 @@
 // bench/runner: the runner's fused-gradient allreduce (GradientBuckets over the `mpi` backend:
-// the gradients of several parameters packed into buckets of comm.bucket_mb, each averaged with
-// a non-blocking MPI_Iallreduce) against a raw in-place MPI_Allreduce (MPI_SUM) of one buffer of
-// the same size, on the same ranks, sizes 1 KiB to 256 MiB. Bus bandwidth as nccl-tests reports
-// it: busbw = bytes / seconds * 2 (n - 1) / n. Each size: warm-up, then the median over --reps
-// timed rounds (the round's time is the slowest rank's, a max-allreduce of the local times).
+// the gradients of several parameters fused into buckets of comm.bucket_mb, each summed with a
+// blocking MPI_Allreduce under the communicator's watchdog, as the trainer does: the trainer
+// scales the loss by 1/K before backward, so the sum is the average and no division pass is
+// needed) against a raw in-place MPI_Allreduce (MPI_SUM) of one buffer of the same size, on the
+// same ranks, sizes 1 KiB to 256 MiB. Bus bandwidth as nccl-tests reports it:
+// busbw = bytes / seconds * 2 (n - 1) / n. Each size: warm-up, then the median over --reps timed
+// rounds (the round's time is the slowest rank's, a max-allreduce of the local times).
 //
 //   mpirun -np 2 build/bench/runner/allreduce_bench [--max-mib 256] [--reps 9] [--bucket-mb 25]
 //       [--backend mpi|gloo|nccl]   (nccl: a CUDA build; one rank per GPU)
@@ -108,10 +110,11 @@ int main(int argc, char** argv) {
     }
     ok = ok && torch::allclose(flat, torch::full_like(flat, static_cast<float>(n + 1) / 2.0f));
     for (int r = -1; r < rounds; ++r) {  // r = -1: warm-up
-      for (auto& p : params) p.mutable_grad().fill_(static_cast<float>(rank + 1));
+      // Rank r's gradient r + 1, already carrying the trainer's 1/n.
+      for (auto& p : params) p.mutable_grad().fill_(static_cast<float>(rank + 1) / n);
       MPI_Barrier(MPI_COMM_WORLD);
       double t = Now();
-      buckets.AllreduceGradients(*comm, timeout);
+      buckets.AllreduceGradients(*comm, timeout, batchlab::runner::ReduceOp::kSum);
       const double fused = SlowestRank(Now() - t);
       MPI_Barrier(MPI_COMM_WORLD);
       t = Now();
