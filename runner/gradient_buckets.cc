@@ -19,6 +19,14 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
+std::vector<int64_t> GradientStrides(const torch::Tensor& param) {
+  if (param.is_non_overlapping_and_dense()) return param.strides().vec();
+  const auto sizes = param.sizes();
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
+  return strides;
+}
+
 GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, double bucket_mb)
     : params_(std::move(params)) {
   if (!(bucket_mb > 0)) {
@@ -61,21 +69,20 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, double bucke
   }
 }
 
-// A tensor over the bucket's storage shaped like the parameter. Made with set_ rather than
-// narrow().view(), so autograd does not treat it as a view: Optimizer::zero_grad() calls
-// detach_() on gradients, which autograd refuses on views.
+// A tensor over the bucket's storage shaped and laid out like the parameter (a channels-last
+// weight gets a channels-last gradient: autograd's layout contract, which keeps accumulation a
+// plain pass). Made with set_ rather than narrow().view(), so autograd does not treat it as a
+// view: Optimizer::zero_grad() calls detach_() on gradients, which autograd refuses on views.
 torch::Tensor GradientBuckets::Slice(const Bucket& b, const Member& m) const {
-  const auto sizes = params_[m.param].sizes();
-  std::vector<int64_t> strides(sizes.size(), 1);
-  for (size_t d = sizes.size(); d-- > 1;) strides[d - 1] = strides[d] * sizes[d];
   torch::Tensor t = torch::empty({0}, b.flat.options());
-  t.set_(b.flat.storage(), b.flat.storage_offset() + m.offset, sizes, strides);
+  t.set_(b.flat.storage(), b.flat.storage_offset() + m.offset, params_[m.param].sizes(),
+         GradientStrides(params_[m.param]));
   return t;
 }
 
 bool GradientBuckets::IsView(const Bucket& b, const Member& m) const {
   const torch::Tensor& g = params_[m.param].grad();
-  if (!g.defined() || !g.is_contiguous()) return false;
+  if (!g.defined() || g.strides().vec() != GradientStrides(params_[m.param])) return false;
   const auto* want = static_cast<const char*>(b.flat.data_ptr()) + m.offset * b.flat.element_size();
   return g.data_ptr() == want && g.numel() == m.numel;
 }

@@ -28,6 +28,11 @@
 
 namespace batchlab::runner {
 
+// The strides of a gradient laid over `param.numel()` consecutive elements of a flat buffer: the
+// parameter's own when it is dense (contiguous, channels-last, any permutation), so that the
+// gradient keeps autograd's layout contract; else contiguous.
+std::vector<int64_t> GradientStrides(const torch::Tensor& param);
+
 class GradientBuckets {
  public:
   // Throws BadConfig naming comm.bucket_mb if it is not positive.

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "runner/fused_sgd.h"
 #include "runner/lamb.h"
 #include "runner/lars.h"
 #include "runner/optimizer_state_key.h"
@@ -21,7 +22,7 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
     o.weight_decay(config.weight_decay);  // L2 added to the gradient
     if (n != "sgd") o.momentum(config.momentum);
     if (n == "nesterov") o.nesterov(true);
-    return std::make_unique<torch::optim::SGD>(p, o);
+    return std::make_unique<FusedSgd>(p, o);  // torch::optim::SGD's rule, one pass per tensor
   }
   if (n == "adam") {
     torch::optim::AdamOptions o(initial_lr);

@@ -153,7 +153,7 @@ void Trainer::BindGradientsToFlatBuffer() {
   grads_ = torch::zeros({param_count_});
   int64_t offset = 0;
   for (auto& p : params_) {
-    p.mutable_grad() = grads_.narrow(0, offset, p.numel()).view(p.sizes());
+    p.mutable_grad() = grads_.narrow(0, offset, p.numel()).as_strided(p.sizes(), GradientStrides(p));
     offset += p.numel();
   }
 }

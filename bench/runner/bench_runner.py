@@ -2,9 +2,8 @@
 """bench/runner: batchlab-runner against the equivalent PyTorch script (ddp_baseline.py: DDP over
 gloo for 2 ranks, a plain module for 1), same model, global batch, steps, threads and data
 (Fashion-MNIST), 1 and 2 ranks, MLP and CNN. Both are launched with the same mpirun line and timed
-over their training loops only (the runner: `seconds` of its end line, which starts before the
-first step and includes a final evaluation on 100 test samples; the baseline: after 5 untimed
-warm-up steps). Prints samples/s of both (medians of --repeat interleaved runs) and their ratio.
+over the same window: from before the first step to after a final evaluation on 100 test samples
+(the runner: `seconds` of its end line; the baseline times the same window itself). Prints samples/s of both (medians of --repeat interleaved runs) and their ratio.
 
     python3 bench/runner/bench_runner.py --runner build/runner/batchlab-runner [--repeat 3]
         [--json] [--quick]

@@ -1,5 +1,6 @@
-// LARS and LAMB against updates computed by hand on a tiny tensor; the factory's names, weight
-// decay wiring, learning-rate setting; bad optimizer input through the config parser.
+// LARS and LAMB against updates computed by hand on a tiny tensor; FusedSgd against LibTorch's
+// SGD; the factory's names, weight decay wiring, learning-rate setting; bad optimizer input
+// through the config parser.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "runner/fused_sgd.h"
 #include "runner/lamb.h"
 #include "runner/lars.h"
 #include "runner/optimizer_factory.h"
@@ -105,6 +107,63 @@ TEST(LambTest, MatchesHandComputedUpdate) {
   const double ratio2 = std::sqrt(w0 * w0 + w1 * w1) / std::sqrt(q0 * q0 + q1 * q1);
   EXPECT_EQ(opt.StateOf(w)->step(), 2);
   ExpectValues(w, {w0 - 0.1 * ratio2 * q0, w1 - 0.1 * ratio2 * q1}, 1e-12);
+}
+
+// FusedSgd against LibTorch's own SGD over five steps with a changing LR, for every combination
+// of its options: fused tensors (contiguous float32, and a channels-last weight with a
+// channels-last gradient, as the cnn has) and the tensor-operation path (a channels-last weight
+// with a contiguous gradient, and a float64 tensor).
+TEST(FusedSgdTest, MatchesLibTorchSgd) {
+  struct Case {
+    double momentum, dampening, decay;
+    bool nesterov;
+  };
+  for (const Case c : {Case{0, 0, 0, false}, Case{0, 0, 0.01, false}, Case{0.9, 0, 0, false},
+                       Case{0.9, 0.1, 5e-4, false}, Case{0.9, 0, 5e-4, true}}) {
+    SCOPED_TRACE("momentum " + std::to_string(c.momentum) + " dampening " +
+                 std::to_string(c.dampening) + " decay " + std::to_string(c.decay) +
+                 (c.nesterov ? " nesterov" : ""));
+    torch::manual_seed(3);
+    std::vector<torch::Tensor> ours = {
+        torch::randn({7, 33}), torch::randn({5}),
+        torch::randn({4, 3, 5, 5}).contiguous(torch::MemoryFormat::ChannelsLast),
+        torch::randn({4, 3, 5, 5}).contiguous(torch::MemoryFormat::ChannelsLast),
+        torch::randn({6}, torch::kFloat64)};
+    std::vector<torch::Tensor> theirs;
+    for (auto& t : ours) {
+      theirs.push_back(t.clone().requires_grad_(true));  // clone keeps the memory format
+      t.requires_grad_(true);
+    }
+    std::vector<torch::Tensor> start;
+    for (const auto& t : ours) start.push_back(t.detach().clone());
+    torch::optim::SGDOptions o(0.1);
+    o.momentum(c.momentum).dampening(c.dampening).weight_decay(c.decay).nesterov(c.nesterov);
+    FusedSgd fused(ours, o);
+    torch::optim::SGD plain(theirs, o);
+    for (int step = 0; step < 5; ++step) {
+      for (size_t i = 0; i < ours.size(); ++i) {
+        torch::Tensor g = torch::randn(ours[i].sizes(), ours[i].options());  // contiguous
+        if (i == 3) g = g.contiguous(torch::MemoryFormat::ChannelsLast);       // like the param
+        ours[i].mutable_grad() = g.clone();
+        theirs[i].mutable_grad() = g.clone();
+      }
+      SetLearningRate(fused, 0.1 * (step + 1));
+      SetLearningRate(plain, 0.1 * (step + 1));
+      fused.step();
+      plain.step();
+    }
+    for (size_t i = 0; i < ours.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(ours[i], theirs[i], 1e-6, 1e-6)) << "parameter " << i;
+      EXPECT_FALSE(torch::allclose(ours[i], start[i])) << "parameter " << i << " did not move";
+    }
+    const auto our_state = OptimizerStateTensors(fused, ours);
+    const auto their_state = OptimizerStateTensors(plain, theirs);
+    ASSERT_EQ(our_state.size(), c.momentum != 0 ? ours.size() : 0u);
+    ASSERT_EQ(our_state.size(), their_state.size());
+    for (size_t i = 0; i < our_state.size(); ++i) {
+      EXPECT_TRUE(torch::allclose(our_state[i], their_state[i], 1e-6, 1e-6)) << "buffer " << i;
+    }
+  }
 }
 
 torch::OrderedDict<std::string, torch::Tensor> TwoParams() {
