@@ -1,6 +1,9 @@
 // Exact pruning (see pruning.h, docs/spec.md "Pruning").
 #include "orchestrator/pruning.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 namespace batchlab::orchestrator {
@@ -90,6 +93,37 @@ std::optional<std::string> PruneBook::WhyPrune(size_t i) const {
     }
   }
   return std::nullopt;
+}
+
+std::optional<int64_t> PruneBook::StopFromStep(size_t i) const {
+  const Entry& run = runs_[i];
+  if (run.group.empty() || run.kind == Kind::kReached) return std::nullopt;
+  const auto& configs = groups_.at(run.group);
+  std::optional<double> best;  // the lowest mean of a configuration with every seed reached
+  for (const auto& [config, others] : configs) {
+    if (config == run.config) continue;
+    double sum = 0;
+    bool all = true;
+    for (size_t s : others) {
+      all = all && runs_[s].kind == Kind::kReached;
+      sum += static_cast<double>(runs_[s].bound);
+    }
+    const double mean = sum / static_cast<double>(others.size());
+    if (all && (!best || mean < *best)) best = mean;
+  }
+  if (!best) return std::nullopt;
+  const std::vector<size_t>& seeds = configs.at(run.config);
+  double reached = 0;
+  for (size_t s : seeds) {
+    if (s != i && runs_[s].kind == Kind::kReached) reached += static_cast<double>(runs_[s].bound);
+  }
+  const double n = static_cast<double>(seeds.size());
+  // The least integer b >= 1 with (reached + b) / n > best, compared as WhyPrune compares.
+  auto beats = [&](int64_t b) { return (reached + static_cast<double>(b)) / n > *best; };
+  int64_t b = std::max<int64_t>(1, static_cast<int64_t>(std::floor(*best * n - reached)));
+  while (!beats(b)) ++b;
+  while (b > 1 && beats(b - 1)) --b;
+  return b;
 }
 
 std::string PruneGroup(const PlannedRun& run, bool prune) {

@@ -62,6 +62,15 @@ class PruneBook {
   // nullopt. Never for a run that reached the target or a run without a group.
   std::optional<std::string> WhyPrune(size_t i) const;
 
+  // The least bound of run i (its target metric's last logged step + 1) at which (b) prunes it
+  // whatever its configuration's unfinished seeds still do: they count as 0 steps, the seeds that
+  // reached the target with their hit steps. As results come in it can only fall (bars fall, hit
+  // steps add up), so a run stopped at an earlier value is prunable by WhyPrune then and later.
+  // nullopt without a bar (or for a reached run, or one without a group). The runner stops
+  // itself there (the file prune_at, docs/protocol.md) instead of waiting for the orchestrator
+  // to read its metrics.
+  std::optional<int64_t> StopFromStep(size_t i) const;
+
  private:
   enum class Kind { kWaiting, kRunning, kReached, kOut };
   struct Entry {

@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 #include <boost/filesystem.hpp>
 
+#include "orchestrator/atomic_file.h"
 #include "orchestrator/gpu_slots.h"
 #include "orchestrator/lr_search.h"
 #include "orchestrator/pruning.h"
@@ -99,10 +100,11 @@ struct Active {
   double end_seen = 0;      // when the end line was first seen (0: not yet)
   bool stop_after_end = false;
   int slots = 1;
-  std::vector<int> gpu_ids;  // the GPUs it holds (gpu_slots.h), released when it ends
-  int port = 0;              // MASTER_PORT of a user program's ranks (0: none)
-  double prune_sent = 0;     // when the stop file was written (0: not pruned)
-  std::string prune_reason;  // why (pruning.h)
+  std::vector<int> gpu_ids;    // the GPUs it holds (gpu_slots.h), released when it ends
+  int port = 0;                // MASTER_PORT of a user program's ranks (0: none)
+  double prune_sent = 0;       // when the stop file was written (0: not pruned)
+  std::string prune_reason;    // why (pruning.h)
+  int64_t stop_from_step = 0;  // the bound last written to its prune_at file (0: none)
 };
 
 // The target of a resolved config as the results store reads it (nullopt: none).
@@ -404,6 +406,7 @@ class Execution {
     a.port = req.env.count("MASTER_PORT") ? std::stoi(req.env.at("MASTER_PORT")) : 0;
     if (spec_.resources.timeout_seconds > 0) a.deadline = now + spec_.resources.timeout_seconds;
     prune_.SetRunning(i, -1);
+    ShareStopStep(a);
     Event(fmt::format(
         "run {} ({}) started, attempt {}{}", r.id, ParamsText(r), attempt,
         a.gpu_ids.empty() ? std::string() : fmt::format(", GPUs {}", fmt::join(a.gpu_ids, ","))));
@@ -476,6 +479,14 @@ class Execution {
     if (ended_cleanly) {
       state = StateForExitCode(*st.exit_code);
       retryable = false;
+      if (state == RunState::kPruned && a.prune_sent == 0) {
+        // It stopped itself at the bound in its prune_at file; the book says why, from the
+        // steps it logged.
+        BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kRunning));
+        message = "pruned at its prune_at bound (step " + std::to_string(a.stop_from_step) +
+                  "): " + prune_.WhyPrune(a.index).value_or("its bound passed the bar");
+        BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "prune", message));
+      }
     } else if (end_state) {
       // The end line was written: its outcome wins over what came after it.
       state = *end_state;
@@ -613,7 +624,23 @@ class Execution {
       BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(plan_.runs[a.index].id, "prune", *why));
       Event(fmt::format("run {} asked to stop: {}", plan_.runs[a.index].id, *why));
     }
+    for (Active& a : active_) ShareStopStep(a);
     return OkStatus();
+  }
+
+  // Writes the bound at which run a may stop itself (pruning.h, StopFromStep) to the file
+  // prune_at beside its config when it changed (docs/protocol.md). The built-in runner reads it
+  // at each evaluation and so stops within a step of the bar, where the stop file needs the next
+  // read of its metrics and then the runner's next look (a run at a small batch size takes
+  // hundreds of steps in that time); other programs ignore it and get the stop file.
+  void ShareStopStep(Active& a) {
+    if (a.prune_sent > 0 || a.saw_end) return;
+    const std::optional<int64_t> bound = prune_.StopFromStep(a.index);
+    if (!bound || *bound == a.stop_from_step) return;
+    if (WriteFileAtomically(a.dir + "/prune_at",
+                            nlohmann::json{{"stop_from_step", *bound}}.dump() + "\n")) {
+      a.stop_from_step = *bound;
+    }
   }
 
   // A waiting run that can no longer change the answer: recorded as pruned, never started.

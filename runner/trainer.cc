@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "runner/datasets/synthetic_linear.h"
@@ -153,7 +155,8 @@ void Trainer::BindGradientsToFlatBuffer() {
   grads_ = torch::zeros({param_count_});
   int64_t offset = 0;
   for (auto& p : params_) {
-    p.mutable_grad() = grads_.narrow(0, offset, p.numel()).as_strided(p.sizes(), GradientStrides(p));
+    p.mutable_grad() =
+        grads_.narrow(0, offset, p.numel()).as_strided(p.sizes(), GradientStrides(p));
     offset += p.numel();
   }
 }
@@ -187,8 +190,24 @@ void Trainer::Allreduce(torch::Tensor& tensor, ReduceOp op) {
   comm_->Allreduce(tensor, op)->Wait(std::chrono::seconds(config_.comm.timeout_seconds));
 }
 
+void Trainer::set_stop_file(std::string path) {
+  stop_file_ = std::move(path);
+  prune_file_ = (std::filesystem::path(stop_file_).parent_path() / "prune_at").string();
+}
+
+void Trainer::CheckPruneBound() {
+  if (rank_ != 0 || prune_file_.empty() || prune_bound_passed_) return;
+  std::ifstream in(prune_file_);
+  if (!in) return;
+  const nlohmann::json bound = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const auto from = bound.is_object() ? bound.find("stop_from_step") : bound.end();
+  if (from == bound.end() || !from->is_number_integer()) return;  // half-written or foreign
+  prune_bound_passed_ = step_ + 1 >= from->get<int64_t>();        // the bound of this evaluation
+}
+
 bool Trainer::StopRequested() {
   if (rank_ != 0 || stop_file_.empty()) return false;
+  if (prune_bound_passed_) return true;
   const Clock::time_point now = Clock::now();
   if (Seconds(last_stop_check_, now) < kStopCheckSeconds) return false;
   last_stop_check_ = now;
@@ -342,6 +361,7 @@ void Trainer::EvalAndLog(bool collective) {
   const std::optional<TargetConfig>& target = config_.target;
   if (target && target->metric == "test_accuracy") RecordTarget(p.last_eval.accuracy, seconds);
   if (target && target->metric == "test_loss") RecordTarget(p.last_eval.loss, seconds);
+  if (target && target->metric != "loss" && !p.reached) CheckPruneBound();
 }
 
 bool Trainer::Decide(double loss, bool stop, bool collective_eval) {

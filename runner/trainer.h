@@ -74,7 +74,10 @@ class Trainer {
   void set_metrics(MetricsWriter* metrics) { metrics_ = metrics; }
   // The orchestrator's stop file (docs/protocol.md: `stop` beside the config file). Rank 0 looks
   // for it; once it exists every rank ends the run after the current step (outcome `pruned`).
-  void set_stop_file(std::string path) { stop_file_ = std::move(path); }
+  // The same folder's prune_at file, when present, holds the bound at which the run stops itself
+  // the same way: after an evaluation at step s without the target, with s + 1 >= its
+  // stop_from_step.
+  void set_stop_file(std::string path);
 
   // All parameters flattened in registration order (float32), for --dump-params and tests.
   torch::Tensor FlatParameters() const;
@@ -127,7 +130,10 @@ class Trainer {
   torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor& target);
   void Allreduce(torch::Tensor& tensor, ReduceOp op);
   double ElapsedSeconds() const;
-  bool StopRequested();  // rank 0: the stop file exists (checked at most every 0.1 s)
+  // Rank 0: the stop file exists (checked at most every 0.1 s) or the last evaluation passed the
+  // prune_at bound.
+  bool StopRequested();
+  void CheckPruneBound();  // rank 0, after an evaluation without the target
 
   const RunConfig& config_;
   const Dataset& data_;
@@ -149,6 +155,8 @@ class Trainer {
   // pass over them), else 1. The shared slots in the buckets carry the same factor.
   double grad_scale_ = 1.0;
   std::string stop_file_;
+  std::string prune_file_;  // beside stop_file_
+  bool prune_bound_passed_ = false;
   std::chrono::steady_clock::time_point last_stop_check_{};
   torch::Tensor stats_;                // K > 1: [loss, |g_local|^2, seconds, stop] as a "grad"
   torch::Tensor grads_;                // K = 1: all gradients, flat

@@ -59,6 +59,41 @@ TEST(PruneBookTest, SeedsCountAsTheAnalysisMeansThem) {
   EXPECT_FALSE(partial.WhyPrune(2));
 }
 
+// StopFromStep is the bound at which WhyPrune starts to prune, counting unfinished seeds as 0.
+TEST(PruneBookTest, StopFromStepIsTheFirstBoundWhyPruneAccepts) {
+  PruneBook book;
+  book.Add("B", "best", "b1");
+  book.Add("B", "best", "b2");
+  book.Add("B", "c", "c1");
+  book.Add("B", "c", "c2");
+  book.Add("B", "d", "d1");
+  book.Add("B", "d", "d2");
+  EXPECT_FALSE(book.StopFromStep(2));  // no bar yet
+  book.SetReached(0, 100);
+  EXPECT_FALSE(book.StopFromStep(2));  // "best" has a seed still out
+  book.SetReached(1, 200);             // bar: mean 150
+  // c2 not started: (0 + b) / 2 > 150 from b = 301.
+  ASSERT_EQ(book.StopFromStep(2), 301);
+  book.SetRunning(2, 299);
+  EXPECT_FALSE(book.WhyPrune(2));
+  book.SetRunning(2, 300);
+  EXPECT_TRUE(book.WhyPrune(2));
+  // c1 reached at 120: (120 + b) / 2 > 150 from b = 181, for c2 now.
+  book.SetReached(2, 120);
+  ASSERT_EQ(book.StopFromStep(3), 181);
+  book.SetRunning(3, 179);
+  EXPECT_FALSE(book.WhyPrune(3));
+  book.SetRunning(3, 180);
+  EXPECT_TRUE(book.WhyPrune(3));
+  EXPECT_FALSE(book.StopFromStep(0));  // reached runs are never pruned
+  // A fractional bar: "c" at (120 + 131) / 2 = 125.5 once c2 reaches; d1 alone: b / 2 > 125.5.
+  book.SetReached(3, 131);
+  EXPECT_EQ(book.StopFromStep(4), 252);
+  // The value only falls as results come in.
+  book.SetReached(5, 100);
+  EXPECT_EQ(book.StopFromStep(4), 152);  // (100 + b) / 2 > 125.5
+}
+
 TEST(PruneBookTest, ASeedThatMissedTheTargetRulesOutItsConfiguration) {
   PruneBook book;
   book.Add("B", "c", "c1");

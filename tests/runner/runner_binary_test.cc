@@ -286,6 +286,58 @@ TEST_F(RunnerBinaryTest, StopFileEndsTheRunAsPrunedWithExit6OnOneAndTwoRanks) {
   }
 }
 
+// The orchestrator's prune_at file beside the config (docs/protocol.md): after the first
+// evaluation without the target whose bound (step + 1) reaches stop_from_step, every rank ends
+// the run after the next step, outcome `pruned`, exit 6. A file that is not such an object is
+// ignored (the run goes on to its budget).
+TEST_F(RunnerBinaryTest, PruneAtBoundEndsTheRunAfterTheFirstEvaluationPastIt) {
+  json c = Quickstart();
+  c["data"] = {{"name", "synthetic-linear"}};
+  c["model"] = {{"name", "logreg"}};
+  c["budget"] = {{"steps", 60}};
+  c["eval"] = {{"every_steps", 10}, {"subset", 0}};
+  c["target"] = {{"metric", "test_loss"}, {"op", "<="}, {"value", 1e-9}};  // never met
+  struct Case {
+    const char* launcher;
+    const char* prune_at;
+    int exit_code;
+    const char* outcome;
+    int steps;
+  };
+  const char* two_ranks =
+      "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2";
+  for (const Case& k : {Case{"timeout 120", R"({"stop_from_step": 25})", 6, "pruned", 31},
+                        Case{two_ranks, R"({"stop_from_step": 25})", 6, "pruned", 31},
+                        Case{"timeout 120", R"({"stop_from_step": 21})", 6, "pruned", 21},
+                        Case{"timeout 120", "25", 5, "budget_exhausted", 60}}) {
+    const bool two = std::string(k.launcher).find("mpirun") != std::string::npos;
+    SCOPED_TRACE(std::string(k.launcher) + " " + k.prune_at);
+    const std::string dir = dir_ + "/prune-" + std::to_string(k.steps) + (two ? "-two" : "");
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/prune_at") << k.prune_at << "\n";
+    json cfg = c;
+    if (two) {
+      cfg["nodes"] = 2;
+      cfg["world_size"] = 2;
+      cfg["local_batch_size"] = 32;
+      cfg["micro_batch_size"] = 32;
+    }
+    metrics_ = dir + "/metrics.jsonl";
+    cfg["metrics_path"] = metrics_;
+    std::ofstream(dir + "/config.json") << cfg.dump();
+    const std::string cmd = std::string(k.launcher) + " " + BATCHLAB_RUNNER_BIN + " --config " +
+                            dir + "/config.json 2>" + dir + "/stderr.log";
+    const int status = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), k.exit_code);
+    const std::vector<json> lines = Lines();
+    ASSERT_GE(lines.size(), 3u);
+    EXPECT_EQ(lines.back()["kind"], "end");
+    EXPECT_EQ(lines.back()["outcome"], k.outcome);
+    EXPECT_EQ(lines.back()["steps"], k.steps);
+  }
+}
+
 TEST(TwoRankRunTest, MetricsOfTheMpirunRunFollowTheProtocol) {
   const char* path = std::getenv("BATCHLAB_TWO_RANK_METRICS");
   if (path == nullptr) GTEST_SKIP() << "runs as runner_2ranks_mpi_metrics after the mpirun run";
