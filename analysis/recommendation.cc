@@ -67,9 +67,9 @@ Recommendation Recommend(const std::vector<Candidate>& candidates, const CritSec
 }
 
 nlohmann::json CandidateJson(const Candidate& c) {
-  return {{"label", c.label},      {"run_id", c.run_id},  {"batch_size", c.batch_size},
-          {"ranks", c.world_size}, {"seeds", c.seeds},    {"steps", c.steps},
-          {"seconds", c.seconds},  {"compute", c.compute}};
+  return {{"label", c.label},           {"run_id", c.run_id},    {"detail", c.detail},
+          {"batch_size", c.batch_size}, {"ranks", c.world_size}, {"seeds", c.seeds},
+          {"steps", c.steps},           {"seconds", c.seconds},  {"compute", c.compute}};
 }
 
 nlohmann::json OneJson(const Recommendation& r) {
@@ -142,6 +142,7 @@ std::vector<Candidate> MeasuredCandidates(const TargetSection& target) {
     c.seeds = static_cast<int>(seeds.size());
     c.label = fastest->label;
     c.run_id = fastest->run_id;
+    c.detail = fastest->detail;
     c.batch_size = fastest->batch_size;
     c.world_size = fastest->world_size;
     out.push_back(std::move(c));
@@ -230,16 +231,19 @@ std::string RecommendationSentence(const Recommendation& r) {
   const Candidate& c = r.choice;
   const Candidate& b = r.baseline;
   const char* unit = ComputeUnitName(r.compute_unit);
-  std::string s = fmt::format("{}B={} on {}", head, c.batch_size, Ranks(c.world_size));
-  if (c.batch_size == b.batch_size && c.world_size == b.world_size) {
+  auto where = [](const Candidate& x) {
+    return fmt::format("B={} on {}{}", x.batch_size, Ranks(x.world_size),
+                       x.detail.empty() ? "" : " (" + x.detail + ")");
+  };
+  std::string s = head + where(c);
+  if (c.batch_size == b.batch_size && c.world_size == b.world_size && c.detail == b.detail) {
     s += fmt::format(": the smallest batch is also the best for {}: {} s and {} {} to {}",
                      PreferenceName(r.prefer), N(c.seconds), N(c.compute), unit, r.target);
   } else {
-    s += fmt::format(
-        ": {}x {} to {} than B={} on {}, for {}x the compute ({} s vs {} s; {} vs {} {})",
-        N(r.speedup >= 1 ? r.speedup : 1 / r.speedup), r.speedup >= 1 ? "faster" : "slower",
-        r.target, b.batch_size, Ranks(b.world_size), N(r.compute_ratio), N(c.seconds), N(b.seconds),
-        N(c.compute), N(b.compute), unit);
+    s += fmt::format(": {}x {} to {} than {}, for {}x the compute ({} s vs {} s; {} vs {} {})",
+                     N(r.speedup >= 1 ? r.speedup : 1 / r.speedup),
+                     r.speedup >= 1 ? "faster" : "slower", r.target, where(b), N(r.compute_ratio),
+                     N(c.seconds), N(b.seconds), N(c.compute), N(b.compute), unit);
     if (c.steps > 0 && b.steps > 0) {
       s += fmt::format(", {} steps vs {}", N(c.steps), N(b.steps));
     }

@@ -46,6 +46,7 @@ const char* PreferenceName(Preference p);
 struct Candidate {
   std::string label;   // "B=512 K=2 rule=linear opt=momentum"
   std::string run_id;  // its fastest seed's run (empty for a projected point)
+  std::string detail;  // its other swept values ("comm.sync=backup"; empty for a projected point)
   int64_t batch_size = 0;
   int world_size = 1;
   int seeds = 1;
@@ -94,8 +95,9 @@ Recommendation RecommendMeasured(const TargetSection& target, const CritSection&
 Recommendation RecommendProjected(const ProjectionSection& projection, const TargetSection& target,
                                   const CritSection& crit, Preference prefer);
 
-// "B=512 on 2 ranks: 3.1x faster to test_accuracy>=0.85 than B=32 on 1 rank, for 1.4x the
-// compute (balanced: ...)." Projections start with "PROJECTION (...)"; a failed one says why.
+// "B=512 on 2 ranks (lr.base=0.1): 3.1x faster to test_accuracy>=0.85 than B=32 on 1 rank
+// (lr.base=0.03), for 1.4x the compute (balanced: ...)." (the parentheses: Candidate::detail)
+// Projections start with "PROJECTION (...)"; a failed one says why.
 std::string RecommendationSentence(const Recommendation& r);
 // "Beyond B≈400 (B_crit) doubling the batch saves at most 25% of the steps; at B=512 it saves
 // 22%." Empty without a B_crit fit.

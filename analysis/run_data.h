@@ -74,6 +74,10 @@ std::string ConfigKey(const RunData& run, const std::vector<std::string>& drop);
 // A short human label: "B=256 K=2 rule=linear opt=momentum lr.base=0.1" (batch size, world
 // size, rule, optimizer, then every other swept value but the seed).
 std::string RunLabel(const RunData& run);
+// The swept values other than batch size, ranks and seed, as RunLabel writes them
+// ("comm.sync=backup lr.base=0.1"); empty when a run has none. What sets two configurations at
+// the same batch size and rank count apart.
+std::string SweptDetail(const RunData& run);
 
 }  // namespace batchlab::analysis
 

@@ -111,6 +111,7 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
   hit.run_id = run.id;
   hit.label = RunLabel(run);
   hit.config_key = ConfigKey(run, {"batch_size", "seed"});
+  hit.detail = SweptDetail(run);
   hit.batch_size = run.batch_size;
   hit.world_size = run.world_size;
   hit.nodes = run.nodes;

@@ -53,6 +53,7 @@ struct TargetHit {
   std::string run_id;
   std::string label;       // RunLabel()
   std::string config_key;  // ConfigKey() without batch size and seed: what "best over" ranges over
+  std::string detail;      // SweptDetail(): the swept values but batch size, ranks and seed
   int64_t batch_size = 0;
   int world_size = 1;
   int nodes = 1;

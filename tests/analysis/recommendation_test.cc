@@ -116,6 +116,44 @@ TEST(RecommendationTest, SeedsAreAveragedAndAConfigCountsOnlyIfEverySeedReached)
   EXPECT_EQ(cands[0].run_id, "b64k1s1");                                      // the faster seed
 }
 
+// Configurations at the same batch size and rank count (a sweep over comm.sync, say) are named
+// by their other swept values, the chosen one and the baseline alike.
+TEST(RecommendationTest, TheSentenceNamesTheOtherSweptValues) {
+  TargetSection t;
+  t.target.value = 0.8;
+  for (const char* mode : {"allreduce", "backup"}) {
+    TargetHit h = Hit(384, 3, 1, std::string(mode) == "backup" ? 0.5 : 1.0);
+    h.run_id = mode;
+    h.config_key = std::string("comm.sync=") + mode;
+    h.detail = std::string("comm.sync=") + mode;
+    t.hits.push_back(h);
+  }
+  t.best = BestPerBatchSize(t.hits);
+  const Recommendation time = RecommendMeasured(t, CritSection{}, Preference::kTime);
+  ASSERT_TRUE(time.status.ok()) << time.status.message();
+  EXPECT_EQ(time.choice.run_id, "backup");
+  // The baseline is the fastest at the smallest batch and rank count: the same configuration.
+  EXPECT_EQ(
+      RecommendationSentence(time).rfind("B=384 on 3 ranks (comm.sync=backup): the smallest", 0),
+      0u)
+      << RecommendationSentence(time);
+  const std::vector<Candidate> cands = MeasuredCandidates(t);
+  ASSERT_EQ(cands.size(), 2u);
+  EXPECT_EQ(cands[0].detail, "comm.sync=allreduce");
+  // A choice and a baseline that differ name both.
+  TargetSection two;
+  two.target.value = 0.8;
+  two.hits = {Hit(128, 1, 1), Hit(512, 2, 1)};
+  two.hits[0].detail = "lr.base=0.03";
+  two.hits[1].detail = "lr.base=0.1";
+  two.best = BestPerBatchSize(two.hits);
+  const std::string sentence =
+      RecommendationSentence(RecommendMeasured(two, CritSection{}, Preference::kTime));
+  EXPECT_EQ(sentence.rfind("B=512 on 2 ranks (lr.base=0.1): ", 0), 0u) << sentence;
+  EXPECT_NE(sentence.find("than B=128 on 1 rank (lr.base=0.03), for"), std::string::npos)
+      << sentence;
+}
+
 TEST(RecommendationTest, NothingReachedIsAFailedPreconditionNamingTheTarget) {
   TargetSection t;
   t.target.value = 0.99;

@@ -208,7 +208,8 @@ TEST_F(CliBehaviourTest, RecommendPicksTheClosedFormOptimum) {
                        analysis::testing::SyntheticSweep::FlopsPerStep(truth_, 32));
   EXPECT_EQ(j["baseline"]["batch_size"], 32);
   const Result text = Run("analyze recommend --sweep synthetic --prefer compute");
-  EXPECT_NE(text.out.find("B=32 on 4 ranks:"), std::string::npos) << text.out;
+  // Named with its other swept value (the synthetic sweep sweeps lr.base).
+  EXPECT_NE(text.out.find("B=32 on 4 ranks (lr.base=0.1):"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find(" FLOPs)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("PROJECTION (ib-100g"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("(B_crit)"), std::string::npos) << text.out;
