@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "runner/optimizer_closure.h"
 #include "runner/optimizer_state_key.h"
 
 namespace batchlab::runner {
@@ -56,11 +57,7 @@ bool SameDenseLayout(const torch::Tensor& p, const torch::Tensor& t) {
 
 torch::Tensor FusedSgd::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
+  torch::Tensor loss = EvaluateClosure(closure);
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
     const bool momentum = o.momentum() != 0;
@@ -86,8 +83,8 @@ torch::Tensor FusedSgd::step(LossClosure closure) {
                              static_cast<float>(o.weight_decay())};
         float* b = buf.defined() ? buf.data_ptr<float>() : nullptr;
         auto* update = o.weight_decay() != 0 ? &UpdateWithDecay<true> : &UpdateWithDecay<false>;
-        update(momentum, first, o.nesterov(), p.numel(), p.data_ptr<float>(),
-               g.data_ptr<float>(), b, c);
+        update(momentum, first, o.nesterov(), p.numel(), p.data_ptr<float>(), g.data_ptr<float>(),
+               b, c);
         continue;
       }
       // The same rule as tensor operations (torch::optim::SGD::step).

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "runner/optimizer_closure.h"
 #include "runner/optimizer_state_key.h"
 
 namespace batchlab::runner {
@@ -17,11 +18,7 @@ Lamb::Lamb(std::vector<torch::Tensor> params, const LambOptions& defaults)
 
 torch::Tensor Lamb::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
+  torch::Tensor loss = EvaluateClosure(closure);
   for (auto& group : param_groups_) {
     const auto& o = static_cast<const LambOptions&>(group.options());
     for (auto& p : group.params()) {

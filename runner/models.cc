@@ -74,7 +74,7 @@ class Cnn : public Model {
   }
 
   torch::Tensor forward(torch::Tensor x) override {
-    x = x.view({-1, shape_[0], shape_[1], shape_[2]});             // [B, C, H, W]
+    x = x.view({-1, shape_[0], shape_[1], shape_[2]});              // [B, C, H, W]
     x = torch::relu(torch::max_pool2d(conv1_->forward(x), 2));      // [B, c1, H/2, W/2]
     x = torch::relu(torch::max_pool2d(conv2_->forward(x), 2));      // [B, c2, H/4, W/4]
     x = torch::relu(fc1_->forward(x.reshape({x.size(0), flat_})));  // [B, hidden], (c, h, w) order

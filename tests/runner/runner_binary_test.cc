@@ -241,6 +241,15 @@ TEST_F(RunnerBinaryTest, TargetReachedExits3AndNoopExits0) {
 
 namespace {
 
+// `c` (global batch 64) on two ranks of 32.
+json OnTwoRanks(json c) {
+  c["nodes"] = 2;
+  c["world_size"] = 2;
+  c["local_batch_size"] = 32;
+  c["micro_batch_size"] = 32;
+  return c;
+}
+
 // The metrics file of the 2-rank mpirun fixture (tests/runner/CMakeLists.txt passes its path in
 // BATCHLAB_TWO_RANK_METRICS; run alone, without the fixture, the test is skipped).
 // The orchestrator's stop file (docs/protocol.md): `stop` beside the config file. Made before
@@ -261,13 +270,7 @@ TEST_F(RunnerBinaryTest, StopFileEndsTheRunAsPrunedWithExit6OnOneAndTwoRanks) {
         "timeout 120 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2"}) {
     const bool two = std::string(launcher).find("mpirun") != std::string::npos;
     SCOPED_TRACE(launcher);
-    json cfg = c;
-    if (two) {
-      cfg["nodes"] = 2;
-      cfg["world_size"] = 2;
-      cfg["local_batch_size"] = 32;
-      cfg["micro_batch_size"] = 32;
-    }
+    json cfg = two ? OnTwoRanks(c) : c;
     metrics_ = dir_ + (two ? "/two.jsonl" : "/one.jsonl");
     cfg["metrics_path"] = metrics_;
     const std::string config_path = dir_ + (two ? "/two.json" : "/one.json");
@@ -315,13 +318,7 @@ TEST_F(RunnerBinaryTest, PruneAtBoundEndsTheRunAfterTheFirstEvaluationPastIt) {
     const std::string dir = dir_ + "/prune-" + std::to_string(k.steps) + (two ? "-two" : "");
     std::filesystem::create_directories(dir);
     std::ofstream(dir + "/prune_at") << k.prune_at << "\n";
-    json cfg = c;
-    if (two) {
-      cfg["nodes"] = 2;
-      cfg["world_size"] = 2;
-      cfg["local_batch_size"] = 32;
-      cfg["micro_batch_size"] = 32;
-    }
+    json cfg = two ? OnTwoRanks(c) : c;
     metrics_ = dir + "/metrics.jsonl";
     cfg["metrics_path"] = metrics_;
     std::ofstream(dir + "/config.json") << cfg.dump();
