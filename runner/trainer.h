@@ -162,6 +162,7 @@ class Trainer {
   torch::Tensor grads_;                // K = 1: all gradients, flat
   torch::Tensor prev_grad_, scratch_;  // one-rank noise measurement
   torch::Tensor batch_x_, batch_y_;    // [local_batch, F], [local_batch] or [local_batch, 1]
+  torch::Tensor batch_pixels_;         // uint8 [local_batch, F] when the data has train_pixels
 
   Progress progress_;
   std::unique_ptr<Straggler> straggler_;

@@ -43,15 +43,23 @@ void RequireReadable(const std::string& path, const char* field) {
   }
 }
 
-// images uint8 [N, H, W] (or [N, H, W, C]) and labels uint8 [N] -> rows of floats in [0, 1].
+// images uint8 [N, H, W] (or [N, H, W, C]) and labels uint8 [N] -> pixel rows [N, C*H*W] in
+// CHW order (uint8) and int64 labels.
 void FromIdx(const torch::Tensor& images, const torch::Tensor& labels, const std::string& where,
-             torch::Tensor& x, torch::Tensor& y) {
+             torch::Tensor& pixels, torch::Tensor& y) {
   if (images.dim() < 2 || labels.dim() != 1 || images.size(0) != labels.size(0)) {
     throw DataError(where + ": image and label files disagree (" + std::to_string(images.size(0)) +
                     " images, " + std::to_string(labels.size(0)) + " labels)");
   }
-  x = images.reshape({images.size(0), -1}).to(torch::kFloat32).div_(255.0f);
+  const torch::Tensor chw = images.dim() == 4 ? images.permute({0, 3, 1, 2}) : images;
+  pixels = chw.reshape({images.size(0), -1}).contiguous();
   y = labels.to(torch::kInt64);
+}
+
+torch::Tensor ToFloat(const torch::Tensor& pixels) {
+  torch::Tensor x = torch::empty(pixels.sizes(), torch::kFloat32);
+  PixelsToFloat(pixels, x);
+  return x;
 }
 
 // Decompresses and converts the four IDX files (`files` in kIdxStems order).
@@ -61,25 +69,30 @@ Dataset DecodeIdx(const std::string& dir, const std::vector<std::string>& files)
   const torch::Tensor train_labels = ReadIdxFile(files[1]);
   const torch::Tensor test_images = ReadIdxFile(files[2]);
   const torch::Tensor test_labels = ReadIdxFile(files[3]);
-  FromIdx(train_images, train_labels, dir + "/train-*", d.train_x, d.train_y);
-  FromIdx(test_images, test_labels, dir + "/t10k-*", d.test_x, d.test_y);
+  torch::Tensor test_pixels;
+  FromIdx(train_images, train_labels, dir + "/train-*", d.train_pixels, d.train_y);
+  FromIdx(test_images, test_labels, dir + "/t10k-*", test_pixels, d.test_y);
   if (train_images.sizes().slice(1) != test_images.sizes().slice(1)) {
     throw DataError("data.path: training and test images in \"" + dir + "\" differ in shape");
   }
+  d.train_x = ToFloat(d.train_pixels);
+  d.test_x = ToFloat(test_pixels);
   if (train_images.dim() == 3) {
     d.image_shape = {1, train_images.size(1), train_images.size(2)};
-  } else if (train_images.dim() == 4) {  // [N, H, W, C]: store channels first
-    const int64_t h = train_images.size(1), w = train_images.size(2), ch = train_images.size(3);
-    auto to_chw = [&](torch::Tensor& x) {
-      x = x.view({x.size(0), h, w, ch}).permute({0, 3, 1, 2}).reshape({x.size(0), -1});
-    };
-    to_chw(d.train_x);
-    to_chw(d.test_x);
-    d.image_shape = {ch, h, w};
+  } else if (train_images.dim() == 4) {  // [N, H, W, C]: stored channels first
+    d.image_shape = {train_images.size(3), train_images.size(1), train_images.size(2)};
   }
   d.classes = std::max(d.train_y.max().item<int64_t>(), d.test_y.max().item<int64_t>()) + 1;
   return d;
 }
+
+}  // namespace
+
+void PixelsToFloat(const torch::Tensor& pixels, torch::Tensor& out) {
+  torch::div_out(out, pixels, torch::scalar_tensor(255.0f));  // one pass: (float)p / 255
+}
+
+namespace {
 
 // The IDX sets through the decoded cache (decoded_cache.h): mapped when a valid file exists for
 // these sources, else decoded and stored. Bump the conversion's name when DecodeIdx changes.
@@ -88,13 +101,16 @@ Dataset LoadIdx(const DataConfig& c) {
   std::vector<std::string> files;
   for (const char* stem : kIdxStems) files.push_back(RequireIdx(dir, stem, c.name));
   const DecodedCache cache = DecodedCache::FromEnvironment();
-  const std::string key = cache.enabled() ? SourceKey(files, "idx u8/255 f32, CHW, v1") : "";
+  const std::string key =
+      cache.enabled() ? SourceKey(files, "idx u8/255 f32, CHW, train pixels, v2") : "";
   std::string why;
   if (cache.enabled()) {
     auto t = cache.Read(key, &why);
-    if (t && t->size() == 5 && t->at(4).numel() == 4 && t->at(4).scalar_type() == torch::kInt64) {
+    if (t && t->size() == 6 && t->at(4).numel() == 4 && t->at(4).scalar_type() == torch::kInt64 &&
+        t->at(5).scalar_type() == torch::kUInt8 && t->at(5).sizes() == t->at(0).sizes()) {
       Dataset d;
       d.train_x = (*t)[0], d.train_y = (*t)[1], d.test_x = (*t)[2], d.test_y = (*t)[3];
+      d.train_pixels = (*t)[5];
       const auto meta = (*t)[4].accessor<int64_t, 1>();  // classes, C, H, W (C = 0: no shape)
       d.classes = meta[0];
       if (meta[1] > 0) d.image_shape = {meta[1], meta[2], meta[3]};
@@ -115,7 +131,7 @@ Dataset LoadIdx(const DataConfig& c) {
     for (size_t i = 0; i < d.image_shape.size(); ++i)
       m[static_cast<int64_t>(i) + 1] = d.image_shape[i];
     d.train_x = d.train_x.contiguous(), d.test_x = d.test_x.contiguous();
-    if (!cache.Write(key, {d.train_x, d.train_y, d.test_x, d.test_y, meta}, &why)) {
+    if (!cache.Write(key, {d.train_x, d.train_y, d.test_x, d.test_y, meta, d.train_pixels}, &why)) {
       std::cerr << "batchlab-runner: warning: data cache not written (" << why << ")\n";
     }
   }

@@ -33,6 +33,10 @@ struct LinearTruth {
 struct Dataset {
   std::string name;
   torch::Tensor train_x, train_y, test_x, test_y;
+  // Image sets (idx, fashion-mnist): the training pixels as bytes [N, F], of which train_x is
+  // PixelsToFloat. The trainer gathers a batch from these — a quarter of the memory traffic of
+  // float rows — and converts it the same way, so it sees the same values. Undefined otherwise.
+  torch::Tensor train_pixels;
   int64_t classes = 0;               // 0 = regression
   std::vector<int64_t> image_shape;  // {C, H, W} for image data, else empty
   std::optional<LinearTruth> truth;  // synthetic-linear only
@@ -44,6 +48,11 @@ struct Dataset {
   int64_t train_size() const { return train_x.size(0); }
   int64_t test_size() const { return test_x.size(0); }
 };
+
+// Image pixels (uint8) to the floats the models see, p / 255, into `out` (float32, same shape):
+// how train_x and test_x are made from an image set's bytes, and how the trainer converts a batch
+// gathered from train_pixels.
+void PixelsToFloat(const torch::Tensor& pixels, torch::Tensor& out);
 
 // The folder the Debian package dataset-fashion-mnist installs.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

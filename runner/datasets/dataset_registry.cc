@@ -75,6 +75,7 @@ void ApplySampleCaps(const DataConfig& config, Dataset& d) {
   if (config.samples > 0 && config.samples < d.train_size()) {
     d.train_x = d.train_x.narrow(0, 0, config.samples).contiguous();
     d.train_y = d.train_y.narrow(0, 0, config.samples).contiguous();
+    if (d.train_pixels.defined()) d.train_pixels = d.train_pixels.narrow(0, 0, config.samples);
   }
   if (config.test_samples > 0 && config.test_samples < d.test_size()) {
     d.test_x = d.test_x.narrow(0, 0, config.test_samples).contiguous();

@@ -112,6 +112,13 @@ TEST(DatasetTest, FashionMnistIsPreloadedInZeroOne) {
   EXPECT_LE(d.train_x.max().item<float>(), 1.0f);
   EXPECT_GT(d.train_x.max().item<float>(), 0.99f);
   EXPECT_EQ(d.train_y.scalar_type(), torch::kInt64);
+  // The training pixels as bytes, capped alike, and train_x is exactly their floats.
+  ASSERT_TRUE(d.train_pixels.defined());
+  EXPECT_EQ(d.train_pixels.scalar_type(), torch::kUInt8);
+  EXPECT_EQ(d.train_pixels.sizes(), d.train_x.sizes());
+  torch::Tensor x = torch::empty_like(d.train_x);
+  PixelsToFloat(d.train_pixels, x);
+  EXPECT_TRUE(torch::equal(x, d.train_x));
 }
 
 TEST(DatasetTest, MissingDatasetNamesThePathAndTheFix) {
