@@ -162,6 +162,7 @@ StatusOr<std::unique_ptr<orch::Launcher>> MakeLauncher(const RunFlags& f, const 
     pool.dir = (std::filesystem::path(f.runs_dir) / ".workers").string();
     pool.allocation_seconds = spec.slurm.time_limit_minutes * 60.0;
     pool.idle_seconds = kSlurmIdleWorkerSeconds;
+    pool.idle_workers_hold_nodes = true;
   }
   if (f.workers == "reuse") launcher = orch::MakeWorkerPool(std::move(launcher), std::move(pool));
   return launcher;

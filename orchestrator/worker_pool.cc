@@ -183,6 +183,13 @@ class Pool final : public Launcher {
     for (auto& w : workers_) {
       if (!w->busy && !w->retired && SharesGpu(*w, request)) w->Retire();
     }
+    // Under Slurm an idle worker's allocation holds nodes the executor counts as free (its run
+    // ended): the new worker's job may be waiting for exactly those, so every idle one goes.
+    if (settings_.idle_workers_hold_nodes) {
+      for (auto& w : workers_) {
+        if (!w->busy && !w->retired) w->Retire();
+      }
+    }
     // A new worker; retire idle ones (another shape first) to stay within max_workers.
     for (int pass = 0; pass < 2 && Live() >= settings_.max_workers; ++pass) {
       for (auto& w : workers_) {

@@ -28,7 +28,9 @@
 // - a worker may pend in the queue for long before it says `ready`: only a worker that ended by
 //   itself (an exit code, not stopped by the pool or the backend) before saying `ready` marks the
 //   runner as not speaking the protocol;
-// - an idle worker holds nodes, so one left without a run for `idle_seconds` is retired;
+// - an idle worker holds nodes the executor counts as free, so every idle worker is retired
+//   before a new one is submitted (`idle_workers_hold_nodes`; its job might wait for those
+//   nodes), and one left without a run for `idle_seconds` is retired;
 // - launch.json carries the inner launcher's record of the worker's job (Slurm: its job id), so a
 //   later orchestrator's CleanUpStale scancels it.
 //
@@ -66,6 +68,9 @@ struct WorkerPoolSettings {
   double allocation_seconds = 0;
   // An idle worker given no run for this long is retired; 0 = kept until its room is needed.
   double idle_seconds = 0;
+  // Idle workers hold resources the scheduler counts as free (Slurm: an allocation's nodes), so
+  // all are retired before a new worker is started (else its job could wait for theirs).
+  bool idle_workers_hold_nodes = false;
   // Seconds on a monotonic clock; empty = std::chrono::steady_clock (tests pass a fake).
   std::function<double()> clock;
 };

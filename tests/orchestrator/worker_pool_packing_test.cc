@@ -38,6 +38,7 @@ class FakeSlurm final : public Launcher {
     void Kill() override { Cancel(); }
     void Cancel() {
       ++cancels;
+      log->push_back("scancel " + id);
       if (status.done) return;
       status.done = true;
       status.signal = 15;
@@ -45,6 +46,8 @@ class FakeSlurm final : public Launcher {
     }
     JobStatus status;  // not done: pending or running
     int cancels = 0;
+    std::string id;
+    std::vector<std::string>* log = nullptr;
   };
 
   const char* name() const override { return "slurm"; }
@@ -53,6 +56,9 @@ class FakeSlurm final : public Launcher {
     std::ofstream(r.attempt_dir + "/launch.json")
         << nlohmann::json{{"backend", "slurm"}, {"job_id", std::to_string(started.size())}}.dump();
     auto job = std::make_unique<FakeJob>();
+    job->id = std::to_string(started.size());
+    job->log = &log;
+    log.push_back("sbatch " + job->id);
     jobs.push_back(job.get());
     return std::unique_ptr<Job>(std::move(job));
   }
@@ -61,12 +67,13 @@ class FakeSlurm final : public Launcher {
   std::vector<LaunchRequest> started;  // every job: workers (--worker) and cold runs (--config)
   std::vector<FakeJob*> jobs;
   std::vector<std::string> cleaned;
+  std::vector<std::string> log;  // "sbatch <id>", "scancel <id>" in order
 };
 
 class PackingTest : public ::testing::Test {
  protected:
   // A pool in front of FakeSlurm with a 600 s allocation and a fake clock.
-  void MakePool(double idle_seconds = 0) {
+  void MakePool(double idle_seconds = 0, bool idle_workers_hold_nodes = true) {
     auto inner = std::make_unique<FakeSlurm>();
     slurm_ = inner.get();
     WorkerPoolSettings s;
@@ -75,6 +82,7 @@ class PackingTest : public ::testing::Test {
     s.dir = dir_.path() + "/runs/.workers";
     s.allocation_seconds = 600;
     s.idle_seconds = idle_seconds;
+    s.idle_workers_hold_nodes = idle_workers_hold_nodes;
     s.clock = [this] { return now_; };
     pool_ = MakeWorkerPool(std::move(inner), std::move(s));
   }
@@ -169,20 +177,44 @@ TEST_F(PackingTest, RunsWithoutATimeoutGetAWholeAllocationEach) {
 
 TEST_F(PackingTest, AnIdleWorkerIsRetiredAfterIdleSeconds) {
   MakePool(/*idle_seconds=*/30);
+  LaunchRequest a1 = Request(60), a2 = Request(60);  // side by side: a worker each
+  auto j1 = Start(a1);
+  auto j2 = Start(a2);
+  ASSERT_EQ(slurm_->jobs.size(), 2u);
+  Complete(a1);
+  EXPECT_TRUE(j1->Poll().done);  // worker 1 idle from now
+  now_ += 29;
+  EXPECT_FALSE(j2->Poll().done);
+  EXPECT_EQ(slurm_->jobs[0]->cancels, 0);
+  now_ += 1;
+  EXPECT_FALSE(j2->Poll().done);           // polling a run also retires idle workers
+  EXPECT_EQ(slurm_->jobs[0]->cancels, 1);  // 30 s idle: its allocation is given back
+  EXPECT_EQ(slurm_->jobs[1]->cancels, 0);  // the busy one stays
+}
+
+TEST_F(PackingTest, IdleWorkersAreRetiredBeforeAWorkerOfAnotherShapeIsSubmitted) {
+  // The executor counts an idle worker's nodes as free: a job for another shape could pend
+  // behind them, so they are given back first.
+  MakePool();
   LaunchRequest a = Request(60, "a");
   auto ja = Start(a);
   Complete(a);
   EXPECT_TRUE(ja->Poll().done);
-  LaunchRequest b = Request(60, "b");  // another shape: a new worker; worker a stays idle
+  LaunchRequest b = Request(60, "b");
   auto jb = Start(b);
-  ASSERT_EQ(slurm_->jobs.size(), 2u);
-  now_ += 29;
-  EXPECT_FALSE(jb->Poll().done);
-  EXPECT_EQ(slurm_->jobs[0]->cancels, 0);
-  now_ += 1;
-  EXPECT_FALSE(jb->Poll().done);           // polling a run also retires idle workers
-  EXPECT_EQ(slurm_->jobs[0]->cancels, 1);  // 30 s idle: its allocation is given back
-  EXPECT_EQ(slurm_->jobs[1]->cancels, 0);  // the busy one stays
+  EXPECT_EQ(slurm_->log, (std::vector<std::string>{"sbatch 1", "scancel 1", "sbatch 2"}));
+  Complete(b);
+  EXPECT_TRUE(jb->Poll().done);  // (a finished run touches nothing of the pool it came from)
+  // The local pool (idle workers hold nothing the scheduler counts) keeps it for later.
+  pool_.reset();
+  MakePool(0, /*idle_workers_hold_nodes=*/false);
+  LaunchRequest c = Request(60, "a");
+  auto jc = Start(c);
+  Complete(c);
+  EXPECT_TRUE(jc->Poll().done);
+  LaunchRequest d = Request(60, "b");
+  auto jd = Start(d);
+  EXPECT_EQ(slurm_->log, (std::vector<std::string>{"sbatch 1", "sbatch 2"}));
 }
 
 TEST_F(PackingTest, AWorkerPendingInTheQueueIsNotTakenForAnOldRunner) {
