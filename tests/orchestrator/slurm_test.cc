@@ -283,6 +283,51 @@ TEST_F(SlurmTest, RunsWithoutATimeoutAreNotPackedBeyondTheTimeLimit) {
   EXPECT_EQ(workers.size(), 2u);
 }
 
+TEST_F(SlurmTest, AResumedSweepCancelsTheWorkerJobAKilledOrchestratorLeftBehind) {
+  // The orchestrator is killed (SIGKILL) while a run trains in a packed worker: the worker's
+  // job lives on in Slurm. Resuming reads the attempt's launch.json (the worker's job id) and
+  // scancels it before running the run again.
+  std::string spec = WriteSpec(R"({"name": "slurm-stale", "base": {"batch_size": 64,
+      "data": {"name": "synthetic-linear"}, "model": {"name": "logreg"},
+      "lr": {"base": 0.05, "base_batch_size": 64}, "budget": {"steps": 20000},
+      "eval": {"every_steps": 1000, "subset": 0}, "threads": 1},
+      "resources": {"retries": 0, "timeout_seconds": 120}, "slurm": {"time_limit_minutes": 5}})");
+  const std::vector<std::string> args = {"--db",     Db(),         "sweep",
+                                         "run",      spec,         "--backend",
+                                         "slurm",    "--runs-dir", dir_.path() + "/runs-stale",
+                                         "--runner", REAL_RUNNER,  "--slots",
+                                         "1"};
+  bp::child c(BATCHLAB_BIN, bp::args(args), bp::std_out > bp::null, bp::std_err > bp::null,
+              bp::std_in < bp::null);
+  // Wait for the run to train in its worker (step lines, no end line yet).
+  std::string job_id;
+  for (int i = 0; i < 600 && job_id.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& launch : Launches("stale")) {
+      const std::string metrics = launch.value("attempt_dir", std::string()) + "/metrics.jsonl";
+      std::ifstream in(metrics);
+      std::stringstream lines;
+      lines << in.rdbuf();
+      if (lines.str().find("\"kind\":\"step\"") != std::string::npos &&
+          lines.str().find("\"kind\":\"end\"") == std::string::npos) {
+        job_id = launch.value("job_id", std::string());
+      }
+    }
+  }
+  ASSERT_FALSE(job_id.empty()) << "the run never trained in a worker";
+  c.terminate();  // SIGKILL: no destructor retires the worker
+  c.wait();
+  auto state = [&] {
+    auto r = RunCapturedCommand({"scontrol", "show", "job", "-o", job_id});
+    auto info = r.ok() ? ParseScontrolJob(r->out) : std::nullopt;
+    return info ? info->state : std::string("?");
+  };
+  EXPECT_EQ(state(), "RUNNING");  // orphaned: it would hold its node until the time limit
+  ASSERT_EQ(Cli(args), 0) << Err();
+  EXPECT_EQ(state(), "CANCELLED");
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'completed' AND attempt = 2"), 1);
+}
+
 TEST_F(SlurmTest, MoreNodesThanThePartitionHasFailsInsteadOfPendingForever) {
   // The test cluster has one node: a 2-node job would pend with PartitionNodeLimit forever.
   std::string spec = WriteSpec(R"({"name": "slurm-nodes", "base": {"mode": "noop", "batch_size": 64,
