@@ -58,7 +58,8 @@ struct RunFlags {
   std::optional<long long> max_runs;
   bool new_version = false;
   bool no_validate = false;
-  std::string workers = "reuse";  // reuse: warm workers (orchestrator/worker_pool.h); fresh: cold
+  // reuse: warm workers (orchestrator/worker_pool.h; under Slurm, job packing); fresh: cold
+  std::string workers = "reuse";
 };
 
 struct PlanFlags {
@@ -133,6 +134,40 @@ StatusOr<int> PoolGpus(const std::optional<int>& flag) {
   return flag ? *flag : orch::DetectGpus();
 }
 
+// Under Slurm an idle warm worker holds nodes: one given no run for this long is retired. Long
+// enough for the executor to hand over the next run of the shape (it polls every 0.5 s).
+constexpr double kSlurmIdleWorkerSeconds = 30;
+
+// The launcher for --backend and --workers: mpirun or sbatch jobs, behind the warm-worker pool
+// with --workers reuse. Under Slurm the pool packs runs of one shape into one allocation, its
+// folders under <runs-dir>/.workers (the compute nodes must see them).
+StatusOr<std::unique_ptr<orch::Launcher>> MakeLauncher(const RunFlags& f, const orch::Spec& spec,
+                                                       const orch::LaunchTools& tools) {
+  std::unique_ptr<orch::Launcher> launcher;
+  orch::WorkerPoolSettings pool;
+  pool.runner = tools.runner;
+  pool.max_workers = f.slots;
+  if (f.backend == "local") {
+    orch::LocalLaunchSettings s;
+    s.pool_slots = f.slots;
+    s.env = spec.launch.env;
+    s.mpirun_args = spec.launch.mpirun_args;
+    launcher = orch::MakeLocalLauncher(std::move(s));
+  } else {
+    orch::SlurmLaunchSettings s;
+    s.env = spec.launch.env;
+    s.mpirun_args = spec.launch.mpirun_args;
+    s.slurm = spec.slurm;
+    BATCHLAB_ASSIGN_OR_RETURN(launcher, orch::MakeSlurmLauncher(std::move(s)));
+    pool.dir = (std::filesystem::path(f.runs_dir) / ".workers").string();
+    pool.allocation_seconds = spec.slurm.time_limit_minutes * 60.0;
+    pool.idle_seconds = kSlurmIdleWorkerSeconds;
+    pool.idle_workers_hold_nodes = true;
+  }
+  if (f.workers == "reuse") launcher = orch::MakeWorkerPool(std::move(launcher), std::move(pool));
+  return launcher;
+}
+
 Status RunSweep(const RunFlags& f, CliContext& ctx) {
   // Everything that can be wrong with the input is checked before the database is opened.
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
@@ -150,23 +185,7 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
     BATCHLAB_RETURN_IF_ERROR(
         orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env).WithContext(f.spec_path));
   }
-  std::unique_ptr<orch::Launcher> launcher;
-  if (f.backend == "local") {
-    orch::LocalLaunchSettings s;
-    s.pool_slots = f.slots;
-    s.env = spec.launch.env;
-    s.mpirun_args = spec.launch.mpirun_args;
-    launcher = orch::MakeLocalLauncher(std::move(s));
-    if (f.workers == "reuse") {
-      launcher = orch::MakeWorkerPool(std::move(launcher), {tools.runner, f.slots, ""});
-    }
-  } else {
-    orch::SlurmLaunchSettings s;
-    s.env = spec.launch.env;
-    s.mpirun_args = spec.launch.mpirun_args;
-    s.slurm = spec.slurm;
-    BATCHLAB_ASSIGN_OR_RETURN(launcher, orch::MakeSlurmLauncher(std::move(s)));
-  }
+  BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<orch::Launcher> launcher, MakeLauncher(f, spec, tools));
 
   // The runs folder must be a folder (created if absent) before the database is created.
   {
@@ -383,7 +402,9 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
                 "programs with validate: true)");
   run->add_option("--workers", run_flags->workers,
                   "reuse: keep the built-in runner's ranks alive across runs of the same shape "
-                  "(warm workers, local backend); fresh: a new mpirun for every run")
+                  "(warm workers; under --backend slurm, runs of one shape share an allocation "
+                  "in sequence while their resources.timeout_seconds fits in "
+                  "slurm.time_limit_minutes); fresh: a new mpirun or sbatch job for every run")
       ->check(CLI::IsMember({"reuse", "fresh"}))
       ->capture_default_str();
   run->callback([run_flags, &ctx] { ctx.status = RunSweep(*run_flags, ctx); });

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -43,13 +44,38 @@ std::optional<int> ReadCode(const std::string& path) {
 
 bool IsOutcome(int code) { return code == 0 || (code >= 3 && code <= 6); }
 
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+double SteadySeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Appends the worker's own log to the attempt's: what the launcher (mpirun, slurmstepd) said when
+// the worker ended in the middle of the run, kept after the pool removes the worker's folder.
+void AppendWorkerLog(const std::string& worker_dir, const std::string& attempt_dir) {
+  for (const char* name : {"stdout.log", "stderr.log"}) {
+    std::ifstream in(worker_dir + "/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str().empty()) continue;
+    std::ofstream(attempt_dir + "/stderr.log", std::ios::app)
+        << fmt::format("batchlab: the worker that ran this attempt ended; its {} ({}):\n{}", name,
+                       worker_dir, text.str());
+  }
+}
+
 struct Worker {
   std::string key;
   std::string dir;
   int world_size = 1;
   std::vector<int> gpu_ids;  // the GPUs its ranks hold (CUDA_VISIBLE_DEVICES), for its lifetime
-  std::unique_ptr<Job> job;  // the worker's mpirun, from the inner launcher
+  std::unique_ptr<Job> job;  // the worker's mpirun or sbatch job, from the inner launcher
   int next = 1;              // the number of its next job
+  double submitted = 0;      // when the inner launcher started it (pool clock)
+  double idle_since = 0;     // when its last run ended (pool clock); meaningful when not busy
   bool busy = false;
   bool retired = false;  // asked to quit or stopped: never handed another run
   bool ended = false;
@@ -63,6 +89,8 @@ struct Worker {
     return end;
   }
   bool Ready() const { return fs::exists(dir + "/ready.rank0"); }
+  // Where it runs as the inner launcher last said (Slurm: the allocation's nodes), else "".
+  const std::string& host() const { return end.host; }
   void Retire() {
     if (retired) return;
     retired = true;
@@ -105,6 +133,8 @@ class WarmJob final : public Job {
 
  private:
   JobStatus Finish(int code);
+  JobStatus WorkerEnded(const JobStatus& ws);
+  std::string Host() const;
 
   Pool& pool_;
   std::shared_ptr<Worker> worker_;
@@ -118,7 +148,9 @@ class WarmJob final : public Job {
 class Pool final : public Launcher {
  public:
   Pool(std::unique_ptr<Launcher> inner, WorkerPoolSettings settings)
-      : inner_(std::move(inner)), settings_(std::move(settings)), host_(HostName()) {}
+      : inner_(std::move(inner)), settings_(std::move(settings)), host_(HostName()) {
+    if (!settings_.clock) settings_.clock = SteadySeconds;
+  }
 
   ~Pool() override {
     for (auto& w : workers_) w->Retire();
@@ -138,13 +170,25 @@ class Pool final : public Launcher {
   StatusOr<std::unique_ptr<Job>> Start(const LaunchRequest& request) override {
     if (!Pooled(request)) return inner_->Start(request);
     Housekeep();
+    RetireIdle();
     const std::string key = Key(request);
     for (auto& w : workers_) {
-      if (!w->busy && !w->retired && w->key == key && !w->Poll().done) return Assign(w, request);
+      if (w->busy || w->retired || w->key != key || w->Poll().done) continue;
+      if (Fits(*w, request)) return Assign(w, request);
+      // Its allocation would end before this run might: retire it (the runs of a sweep share
+      // one timeout, so no later run fits either) and give the run a new worker.
+      w->Retire();
     }
     // An idle worker keeps its GPUs' memory: one on a GPU this run was handed is retired first.
     for (auto& w : workers_) {
       if (!w->busy && !w->retired && SharesGpu(*w, request)) w->Retire();
+    }
+    // Under Slurm an idle worker's allocation holds nodes the executor counts as free (its run
+    // ended): the new worker's job may be waiting for exactly those, so every idle one goes.
+    if (settings_.idle_workers_hold_nodes) {
+      for (auto& w : workers_) {
+        if (!w->busy && !w->retired) w->Retire();
+      }
     }
     // A new worker; retire idle ones (another shape first) to stay within max_workers.
     for (int pass = 0; pass < 2 && Live() >= settings_.max_workers; ++pass) {
@@ -154,13 +198,13 @@ class Pool final : public Launcher {
       }
     }
     if (base_.empty()) {
-      std::string dir = settings_.dir;
-      if (dir.empty()) {
-        std::string pattern = (fs::temp_directory_path() / "batchlab-workers-XXXXXX").string();
-        if (mkdtemp(pattern.data()) == nullptr) return inner_->Start(request);
-        dir = pattern;
-      }
-      base_ = dir;
+      std::error_code ec;
+      const fs::path parent =
+          settings_.dir.empty() ? fs::temp_directory_path(ec) : fs::absolute(settings_.dir, ec);
+      fs::create_directories(parent, ec);
+      std::string pattern = (parent / "batchlab-workers-XXXXXX").string();
+      if (mkdtemp(pattern.data()) == nullptr) return inner_->Start(request);  // run it cold
+      base_ = pattern;
     }
     auto w = std::make_shared<Worker>();
     w->key = key;
@@ -171,6 +215,8 @@ class Pool final : public Launcher {
     fs::create_directories(w->dir, ec);
     if (ec) return inner_->Start(request);  // no room for a worker: run it cold
     LaunchRequest wr = request;
+    wr.run_id = fmt::format("worker-w{}", started_);  // Slurm: job name batchlab-worker-w<n>-1
+    wr.attempt = 1;
     wr.attempt_dir = w->dir;
     wr.config_path.clear();
     wr.rank_command = {settings_.runner, "--worker", w->dir};
@@ -178,14 +224,17 @@ class Pool final : public Launcher {
     auto job = inner_->Start(wr);
     if (!job.ok()) return job.status();
     w->job = std::move(job).value();
+    w->submitted = Now();
     workers_.push_back(w);
     return Assign(w, request);
   }
 
   void CleanUpStale(const std::string& attempt_dir) override {
-    std::ifstream in(attempt_dir + "/launch.json");
-    const nlohmann::json launch = nlohmann::json::parse(in, nullptr, false);
-    if (launch.is_object() && launch.contains("worker_dir") && launch["worker_dir"].is_string()) {
+    const nlohmann::json launch = ReadJson(attempt_dir + "/launch.json");
+    // A local worker's processes are found by its folder; another backend's worker is a job the
+    // inner launcher stops from the record Assign copied (Slurm: scancel of its job id).
+    if (launch.is_object() && launch.value("backend", "local") == "local" &&
+        launch.contains("worker_dir") && launch["worker_dir"].is_string()) {
       if (launch.value("host", host_) != host_) return;  // started elsewhere
       JobProcesses{0, launch["worker_dir"].get<std::string>()}.Stop(std::chrono::seconds(5));
       return;
@@ -197,6 +246,17 @@ class Pool final : public Launcher {
   Launcher& inner() { return *inner_; }
   void MarkUnsupported() { unsupported_ = true; }
   const std::string& host() const { return host_; }
+  double Now() const { return settings_.clock(); }
+
+  // Retires idle workers given no run for settings.idle_seconds (under Slurm an idle worker
+  // holds nodes). Called on every Start and every poll of a pooled run.
+  void RetireIdle() {
+    if (settings_.idle_seconds <= 0) return;
+    const double now = Now();
+    for (auto& w : workers_) {
+      if (!w->busy && !w->retired && now - w->idle_since >= settings_.idle_seconds) w->Retire();
+    }
+  }
 
  private:
   bool Pooled(const LaunchRequest& r) const {
@@ -213,6 +273,16 @@ class Pool final : public Launcher {
     key += "\ngpus=";
     for (int id : r.gpu_ids) key += std::to_string(id) + ",";
     return key;
+  }
+
+  // Whether `r` may join `w`'s allocation: its age since submission (an upper bound on the
+  // allocation's age) plus the longest the run may take (its timeout; without one, a whole
+  // allocation, as a cold job would have) is within the allocation's time limit.
+  bool Fits(const Worker& w, const LaunchRequest& r) const {
+    const double limit = settings_.allocation_seconds;
+    if (limit <= 0) return true;
+    const double longest = r.timeout_seconds > 0 ? std::min(r.timeout_seconds, limit) : limit;
+    return Now() - w.submitted + longest <= limit;
   }
 
   static bool SharesGpu(const Worker& w, const LaunchRequest& r) {
@@ -247,15 +317,20 @@ class Pool final : public Launcher {
                                           request.run_id, w->dir));
     }
     w->busy = true;
-    // Like a cold launch's launch.json: a later orchestrator stops the worker through it.
-    std::ofstream(request.attempt_dir + "/launch.json")
-        << nlohmann::json{{"backend", "local"},
-                          {"host", host_},
-                          {"attempt_dir", request.attempt_dir},
-                          {"worker_dir", w->dir},
-                          {"worker_job", n}}
-               .dump(2)
-        << "\n";
+    // Like a cold launch's launch.json: a later orchestrator stops the worker through it. The
+    // inner launcher's record of the worker's own job (Slurm: job_id) is copied in.
+    nlohmann::json launch = {{"backend", inner_->name()},
+                             {"host", host_},
+                             {"attempt_dir", request.attempt_dir},
+                             {"worker_dir", w->dir},
+                             {"worker_job", n}};
+    const nlohmann::json worker_launch = ReadJson(w->dir + "/launch.json");
+    if (worker_launch.is_object()) {
+      for (const auto& [k, v] : worker_launch.items()) {
+        if (!launch.contains(k)) launch[k] = v;
+      }
+    }
+    std::ofstream(request.attempt_dir + "/launch.json") << launch.dump(2) << "\n";
     return std::unique_ptr<Job>(std::make_unique<WarmJob>(*this, w, n, request));
   }
 
@@ -268,31 +343,47 @@ class Pool final : public Launcher {
   std::vector<std::shared_ptr<Worker>> workers_;
 };
 
+std::string WarmJob::Host() const {
+  return worker_->host().empty() ? pool_.host() : worker_->host();
+}
+
 JobStatus WarmJob::Finish(int code) {
   finished_ = true;
   worker_->busy = false;
+  worker_->idle_since = pool_.Now();
   if (!IsOutcome(code)) worker_->Retire();  // it exits by itself; make sure
   final_ = JobStatus{};
   final_.done = true;
   final_.exit_code = code;
-  final_.host = pool_.host();
+  final_.host = Host();
   return final_;
 }
 
 JobStatus WarmJob::Poll() {
   if (cold_) return cold_->Poll();
   if (finished_) return final_;
+  pool_.RetireIdle();
   if (auto code = worker_->Done(n_)) return Finish(*code);
   JobStatus ws = worker_->Poll();
   if (!ws.done) {
+    // Running, or (Slurm) still pending in the queue: either way the run waits.
     JobStatus running;
-    running.host = pool_.host();
+    running.host = Host();
+    running.detail = ws.detail;
     return running;
   }
   if (auto code = worker_->Done(n_)) return Finish(*code);  // it ended right after writing
+  return WorkerEnded(ws);
+}
+
+// The worker ended without reporting run n.
+JobStatus WarmJob::WorkerEnded(const JobStatus& ws) {
   worker_->busy = false;
+  // Ended by itself with an exit code: not stopped by the pool (Terminate, Kill, retired) nor by
+  // the backend (a signal: scancel, a time limit; a job Slurm can never run).
+  const bool ended_by_itself = !worker_->retired && ws.exit_code && !ws.signal && !ws.unrunnable;
   worker_->retired = true;
-  if (n_ == 1 && !worker_->Ready()) {
+  if (n_ == 1 && ended_by_itself && !worker_->Ready()) {
     // The runner does not speak the worker protocol (or could not start): run it cold, as the
     // launch the executor asked for, and stop pooling.
     pool_.MarkUnsupported();
@@ -310,9 +401,10 @@ JobStatus WarmJob::Poll() {
     final_.host = pool_.host();
     return final_;
   }
+  AppendWorkerLog(worker_->dir, request_.attempt_dir);
   finished_ = true;
   final_ = ws;
-  final_.host = pool_.host();
+  final_.host = Host();
   return final_;
 }
 

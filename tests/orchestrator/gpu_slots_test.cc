@@ -305,7 +305,11 @@ TEST(GpuWorkerPoolTest, WorkersKeepTheirGpusAndIdleOnesOnAGpuNeededElsewhereAreR
   TempDir dir;
   auto inner = std::make_unique<FakeWorkerLauncher>();
   FakeWorkerLauncher* fake = inner.get();
-  auto pool = MakeWorkerPool(std::move(inner), {"/fake/runner", 4, dir.path() + "/workers"});
+  WorkerPoolSettings settings;
+  settings.runner = "/fake/runner";
+  settings.max_workers = 4;
+  settings.dir = dir.path() + "/workers";
+  auto pool = MakeWorkerPool(std::move(inner), std::move(settings));
   int n = 0;
   // Starts a run holding `ids` and lets its worker report it done (exit 0).
   auto run = [&](std::vector<int> ids) {

@@ -1,19 +1,23 @@
 // The Slurm backend end to end against a real slurmctld + slurmd + munged on localhost, started
 // by the CTest fixture scripts/slurm/start.sh (SLURM_CONF points at its config). Each run is an
 // sbatch job running mpirun inside the allocation; states and exit codes are read back from
-// Slurm; SIGINT maps to scancel.
+// Slurm; SIGINT maps to scancel. With --workers reuse (the default) runs of one shape share an
+// allocation (job packing, orchestrator/worker_pool.h).
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <boost/process.hpp>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/captured_command.h"
 #include "orchestrator/slurm_launcher.h"
@@ -75,6 +79,45 @@ class SlurmTest : public ::testing::Test {
     auto v = (*db)->QueryInt(sql);
     EXPECT_TRUE(v.ok()) << v.status().message();
     return v.ok() ? *v : -1;
+  }
+
+  // Runs `spec` with the real runner into its own database and runs folder, one run at a time.
+  int RealSweep(const std::string& spec, const std::string& name, const std::string& workers) {
+    return Cli({"--db", dir_.path() + "/" + name + ".db", "sweep", "run", spec, "--backend",
+                "slurm", "--runs-dir", dir_.path() + "/runs-" + name, "--runner", REAL_RUNNER,
+                "--slots", "1", "--workers", workers});
+  }
+
+  // (run id, step) -> loss of every run in database `name`.
+  std::map<std::pair<std::string, int64_t>, double> Losses(const std::string& name) {
+    std::map<std::pair<std::string, int64_t>, double> out;
+    auto db = results::OpenReadOnly(dir_.path() + "/" + name + ".db");
+    EXPECT_TRUE(db.ok());
+    if (!db.ok()) return out;
+    auto st = (*db)->Prepare(
+        "SELECT r.id, m.step, m.value FROM metrics m JOIN runs r ON r.run_key = m.run_key "
+        "JOIN metric_names n ON n.id = m.name_id WHERE n.name = 'loss'");
+    EXPECT_TRUE(st.ok());
+    while (st.ok()) {
+      auto row = st->Step();
+      if (!row.ok() || !*row) break;
+      out[std::make_pair(std::string(st->ColumnText(0)), int64_t{st->ColumnInt(1)})] =
+          st->ColumnDouble(2);
+    }
+    return out;
+  }
+
+  // Every attempt's launch.json under runs-<name>.
+  std::vector<nlohmann::json> Launches(const std::string& name) {
+    std::vector<nlohmann::json> out;
+    boost::system::error_code ec;
+    for (fs::recursive_directory_iterator it(dir_.path() + "/runs-" + name, ec), end;
+         !ec && it != end; it.increment(ec)) {
+      if (it->path().filename() != "launch.json") continue;
+      std::ifstream in(it->path().string());
+      out.push_back(nlohmann::json::parse(in));
+    }
+    return out;
   }
 
   testing::TempDir dir_;
@@ -176,6 +219,113 @@ TEST_F(SlurmTest, RealRunnerTrainsOneAndTwoRanksInsideTheAllocation) {
   EXPECT_EQ(Query("SELECT count(DISTINCT m.run_id) FROM run_metrics m JOIN run_summary s "
                   "USING (run_id) WHERE m.name = 'loss' AND s.world_size IN (1, 2)"),
             2);
+}
+
+TEST_F(SlurmTest, PackedRunsShareOneAllocationAndRecordTheSameLossesAsJobsOfTheirOwn) {
+  // Three runs of one shape with a timeout well inside the time limit: with --workers reuse
+  // they run in sequence in one sbatch job (one warm worker), with fresh in three.
+  std::string spec = WriteSpec(R"({"name": "slurm-pack", "base": {"batch_size": 64,
+      "data": {"name": "synthetic-linear"}, "model": {"name": "logreg"},
+      "lr": {"base": 0.05, "base_batch_size": 64}, "budget": {"steps": 20},
+      "eval": {"every_steps": 10, "subset": 0}, "threads": 1},
+      "seeds": [1, 2, 3], "resources": {"retries": 0, "timeout_seconds": 120},
+      "slurm": {"time_limit_minutes": 5}})");
+  ASSERT_EQ(RealSweep(spec, "fresh", "fresh"), 0) << Err();
+  ASSERT_EQ(RealSweep(spec, "reuse", "reuse"), 0) << Err();
+  const auto cold = Losses("fresh"), packed = Losses("reuse");
+  EXPECT_EQ(cold.size(), 3u * 20u);
+  EXPECT_EQ(packed, cold);  // same run ids, same steps, the same losses bit for bit
+
+  auto job_ids = [](const std::vector<nlohmann::json>& launches) {
+    std::set<std::string> ids;
+    for (const auto& l : launches) ids.insert(l.value("job_id", std::string()));
+    return ids;
+  };
+  const std::vector<nlohmann::json> fresh = Launches("fresh"), reuse = Launches("reuse");
+  ASSERT_EQ(fresh.size(), 3u);
+  ASSERT_EQ(reuse.size(), 3u);           // the worker's own folder is gone with the sweep
+  EXPECT_EQ(job_ids(fresh).size(), 3u);  // a job per run
+  const std::set<std::string> packed_ids = job_ids(reuse);
+  ASSERT_EQ(packed_ids.size(), 1u);  // one job for the three runs
+  std::set<int> worker_jobs;
+  for (const auto& l : reuse) {
+    EXPECT_EQ(l["backend"], "slurm");
+    EXPECT_EQ(l["worker_dir"], reuse[0]["worker_dir"]);
+    worker_jobs.insert(l["worker_job"].get<int>());
+  }
+  EXPECT_EQ(worker_jobs, (std::set<int>{1, 2, 3}));
+  EXPECT_NE(reuse[0]["worker_dir"].get<std::string>().find("/runs-reuse/.workers/"),
+            std::string::npos);
+  // Slurm agrees: that job is the worker (retired when the sweep ended), not one of the runs.
+  auto r = RunCapturedCommand({"scontrol", "show", "job", "-o", *packed_ids.begin()});
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->out.find("JobName=batchlab-worker-w1-1"), std::string::npos) << r->out;
+  auto info = ParseScontrolJob(r->out);
+  ASSERT_TRUE(info.has_value()) << r->out << r->err;
+  EXPECT_TRUE(IsSlurmTerminalState(info->state)) << info->state;
+}
+
+TEST_F(SlurmTest, RunsWithoutATimeoutAreNotPackedBeyondTheTimeLimit) {
+  // No resources.timeout_seconds: a run may need the whole time limit, so each gets its own
+  // allocation even with --workers reuse.
+  std::string spec = WriteSpec(R"({"name": "slurm-nopack", "base": {"batch_size": 64,
+      "data": {"name": "synthetic-linear"}, "model": {"name": "logreg"},
+      "lr": {"base": 0.05, "base_batch_size": 64}, "budget": {"steps": 5},
+      "eval": {"every_steps": 5, "subset": 0}, "threads": 1},
+      "seeds": [1, 2], "resources": {"retries": 0}, "slurm": {"time_limit_minutes": 5}})");
+  ASSERT_EQ(RealSweep(spec, "nopack", "reuse"), 0) << Err();
+  std::set<std::string> ids, workers;
+  for (const auto& l : Launches("nopack")) {
+    ids.insert(l.value("job_id", std::string()));
+    workers.insert(l.value("worker_dir", std::string()));
+  }
+  EXPECT_EQ(ids.size(), 2u);
+  EXPECT_EQ(workers.size(), 2u);
+}
+
+TEST_F(SlurmTest, AResumedSweepCancelsTheWorkerJobAKilledOrchestratorLeftBehind) {
+  // The orchestrator is killed (SIGKILL) while a run trains in a packed worker: the worker's
+  // job lives on in Slurm. Resuming reads the attempt's launch.json (the worker's job id) and
+  // scancels it before running the run again.
+  std::string spec = WriteSpec(R"({"name": "slurm-stale", "base": {"batch_size": 64,
+      "data": {"name": "synthetic-linear"}, "model": {"name": "logreg"},
+      "lr": {"base": 0.05, "base_batch_size": 64}, "budget": {"steps": 20000},
+      "eval": {"every_steps": 1000, "subset": 0}, "threads": 1},
+      "resources": {"retries": 0, "timeout_seconds": 120}, "slurm": {"time_limit_minutes": 5}})");
+  const std::vector<std::string> args = {"--db",     Db(),         "sweep",
+                                         "run",      spec,         "--backend",
+                                         "slurm",    "--runs-dir", dir_.path() + "/runs-stale",
+                                         "--runner", REAL_RUNNER,  "--slots",
+                                         "1"};
+  bp::child c(BATCHLAB_BIN, bp::args(args), bp::std_out > bp::null, bp::std_err > bp::null,
+              bp::std_in < bp::null);
+  // Wait for the run to train in its worker (step lines, no end line yet).
+  std::string job_id;
+  for (int i = 0; i < 600 && job_id.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& launch : Launches("stale")) {
+      const std::string metrics = launch.value("attempt_dir", std::string()) + "/metrics.jsonl";
+      std::ifstream in(metrics);
+      std::stringstream lines;
+      lines << in.rdbuf();
+      if (lines.str().find("\"kind\":\"step\"") != std::string::npos &&
+          lines.str().find("\"kind\":\"end\"") == std::string::npos) {
+        job_id = launch.value("job_id", std::string());
+      }
+    }
+  }
+  ASSERT_FALSE(job_id.empty()) << "the run never trained in a worker";
+  c.terminate();  // SIGKILL: no destructor retires the worker
+  c.wait();
+  auto state = [&] {
+    auto r = RunCapturedCommand({"scontrol", "show", "job", "-o", job_id});
+    auto info = r.ok() ? ParseScontrolJob(r->out) : std::nullopt;
+    return info ? info->state : std::string("?");
+  };
+  EXPECT_EQ(state(), "RUNNING");  // orphaned: it would hold its node until the time limit
+  ASSERT_EQ(Cli(args), 0) << Err();
+  EXPECT_EQ(state(), "CANCELLED");
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'completed' AND attempt = 2"), 1);
 }
 
 TEST_F(SlurmTest, MoreNodesThanThePartitionHasFailsInsteadOfPendingForever) {
