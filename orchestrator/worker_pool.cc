@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/atomic_file.h"
 #include "orchestrator/job_processes.h"
 #include "orchestrator/local_launcher.h"
 
@@ -23,17 +24,6 @@ namespace batchlab::orchestrator {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
 
 std::optional<int> ReadCode(const std::string& path) {
   std::ifstream in(path);
@@ -94,7 +84,7 @@ struct Worker {
   void Retire() {
     if (retired) return;
     retired = true;
-    WriteAtomically(dir + "/quit", "");
+    WriteFileAtomically(dir + "/quit", "");
     if (!ended) job->Terminate();
   }
   // Every rank's exit code for job n once all have written theirs: the first failure, else
@@ -310,7 +300,7 @@ class Pool final : public Launcher {
   StatusOr<std::unique_ptr<Job>> Assign(const std::shared_ptr<Worker>& w,
                                         const LaunchRequest& request) {
     const int n = w->next++;
-    if (!WriteAtomically(fmt::format("{}/job-{}.json", w->dir, n),
+    if (!WriteFileAtomically(fmt::format("{}/job-{}.json", w->dir, n),
                          nlohmann::json{{"config", request.config_path}}.dump() + "\n")) {
       w->Retire();
       return UnavailableError(fmt::format("cannot hand run {} to worker {} (is the disk full?)",
