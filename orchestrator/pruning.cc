@@ -129,8 +129,14 @@ std::optional<int64_t> PruneBook::StopFromStep(size_t i) const {
 std::string PruneGroup(const PlannedRun& run, bool prune) {
   const auto target = run.config.find("target");
   if (!prune || target == run.config.end() || target->is_null()) return "";
-  return fmt::format("batch_size={} target={}", run.config.value("batch_size", int64_t{0}),
-                     target->dump());
+  // The rank layout too: at one batch size and layout a step costs the same time and compute
+  // whatever the other values, so fewer steps is also less time and compute, and pruning never
+  // removes a configuration that the recommendation (which weighs rank counts by time and
+  // compute) could prefer. The best steps at a batch size are still never pruned: they are the
+  // best of their own layout.
+  return fmt::format("batch_size={} ranks={} nodes={} target={}",
+                     run.config.value("batch_size", int64_t{0}), run.world_size,
+                     run.config.value("nodes", 1), target->dump());
 }
 
 std::string PruneConfig(const PlannedRun& run) {

@@ -82,8 +82,8 @@ class PruneBook {
   std::map<std::string, std::map<std::string, std::vector<size_t>>> groups_;  // group -> config
 };
 
-// The group of a planned run when `prune` is on and it has a target: its batch size and target
-// ("" otherwise). Runs are only ever compared within a group.
+// The group of a planned run when `prune` is on and it has a target: its batch size, rank layout
+// (world size, nodes) and target ("" otherwise). Runs are only ever compared within a group.
 std::string PruneGroup(const PlannedRun& run, bool prune);
 // The analysis's configuration key: the swept values without batch size and seed.
 std::string PruneConfig(const PlannedRun& run);
