@@ -24,6 +24,7 @@
 #include "results/database.h"
 #include "results/schema.h"
 #include "tests/orchestrator/temp_dir.h"
+#include "tests/support/stored_losses.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -90,21 +91,7 @@ class SlurmTest : public ::testing::Test {
 
   // (run id, step) -> loss of every run in database `name`.
   std::map<std::pair<std::string, int64_t>, double> Losses(const std::string& name) {
-    std::map<std::pair<std::string, int64_t>, double> out;
-    auto db = results::OpenReadOnly(dir_.path() + "/" + name + ".db");
-    EXPECT_TRUE(db.ok());
-    if (!db.ok()) return out;
-    auto st = (*db)->Prepare(
-        "SELECT r.id, m.step, m.value FROM metrics m JOIN runs r ON r.run_key = m.run_key "
-        "JOIN metric_names n ON n.id = m.name_id WHERE n.name = 'loss'");
-    EXPECT_TRUE(st.ok());
-    while (st.ok()) {
-      auto row = st->Step();
-      if (!row.ok() || !*row) break;
-      out[std::make_pair(std::string(st->ColumnText(0)), int64_t{st->ColumnInt(1)})] =
-          st->ColumnDouble(2);
-    }
-    return out;
+    return ::batchlab::testing::StoredLosses(dir_.path() + "/" + name + ".db");
   }
 
   // Every attempt's launch.json under runs-<name>.

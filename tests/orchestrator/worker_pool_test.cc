@@ -17,6 +17,7 @@
 #include "results/database.h"
 #include "results/schema.h"
 #include "tests/orchestrator/temp_dir.h"
+#include "tests/support/stored_losses.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -37,25 +38,6 @@ bp::child StartSweep(const testing::TempDir& dir, const std::string& spec, const
                              dir.File("runs-" + name), "--runner", RUNNER, "--slots",
                              std::to_string(slots), "--workers", workers}),
                    bp::std_out > bp::null, bp::std_err > dir.File(name + ".err"));
-}
-
-// (run id, step) -> loss, of every run in the database.
-std::map<std::pair<std::string, int64_t>, double> Losses(const std::string& db) {
-  std::map<std::pair<std::string, int64_t>, double> out;
-  auto rdb = results::OpenReadOnly(db);
-  EXPECT_TRUE(rdb.ok());
-  if (!rdb.ok()) return out;
-  auto st = (*rdb)->Prepare(
-      "SELECT r.id, m.step, m.value FROM metrics m JOIN runs r ON r.run_key = m.run_key "
-      "JOIN metric_names n ON n.id = m.name_id WHERE n.name = 'loss'");
-  EXPECT_TRUE(st.ok());
-  while (st.ok()) {
-    auto row = st->Step();
-    if (!row.ok() || !*row) break;
-    out[std::make_pair(std::string(st->ColumnText(0)), int64_t{st->ColumnInt(1)})] =
-        st->ColumnDouble(2);
-  }
-  return out;
 }
 
 // The worker folders named by the attempts' launch.json files under `runs`.
@@ -82,7 +64,8 @@ TEST(WorkerPoolTest, WarmSweepRecordsTheSameLossesAsAColdOneThroughOneWorker) {
     c.wait();
     ASSERT_EQ(c.exit_code(), 0) << ReadAll(dir.File(std::string(workers) + ".err"));
   }
-  const auto cold = Losses(dir.File("fresh.db")), warm = Losses(dir.File("reuse.db"));
+  const auto cold = ::batchlab::testing::StoredLosses(dir.File("fresh.db")),
+             warm = ::batchlab::testing::StoredLosses(dir.File("reuse.db"));
   EXPECT_EQ(cold.size(), 4u * 25u);
   EXPECT_EQ(warm, cold);  // same run ids, same steps, the same losses bit for bit
   const std::vector<std::string> fresh_workers = WorkerDirs(dir.File("runs-fresh"));
