@@ -147,6 +147,23 @@ class DecisionsTest(TempDirTest):
         self.assertEqual((lines[-1]["outcome"], lines[-1]["steps"]), ("pruned", run.step))
         self.assertNotEqual(lines[-2]["kind"], "eval")
 
+    def test_the_prune_at_bound_ends_the_run_one_step_after_the_evaluation_past_it(self):
+        # Evaluations every 10 steps: at 10 the bound is 11 < 25, at 20 it is 21, at 30 it is 31.
+        for content, outcome, steps in (('{"stop_from_step": 25}', "pruned", 31),
+                                        ('{"stop_from_step": 21}', "pruned", 21),
+                                        ("25", "budget_exhausted", 30)):  # not an object: ignored
+            with self.subTest(content=content):
+                run = make_run(self, target={"metric": "test_accuracy", "op": ">=", "value": 0.99},
+                               budget={"steps": 40 if outcome == "pruned" else 30})
+                run.cfg.stop_path = self.path("stop")
+                with open(self.path("prune_at"), "w") as f:
+                    f.write(content + "\n")
+                for _ in run.steps():
+                    run.log_step(1.0)
+                    if run.should_eval():
+                        run.log_eval(test_accuracy=0.1, test_loss=1.0)
+                self.assertEqual((run.outcome, run.step), (outcome, steps))
+
     def test_seconds_budget(self):
         run = make_run(self, clock=FakeClock(0.5), budget={"seconds": 4}, lr={"base": 0.1})
         for _ in run.steps():

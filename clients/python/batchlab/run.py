@@ -15,6 +15,7 @@ batchlab records the attempt as failed.
 """
 
 import atexit
+import json
 import math
 import numbers
 import os
@@ -88,6 +89,7 @@ class Run:
         self._elapsed = 0.0
         self._stop = None                    # None | "diverged" | "target" | "budget" | "pruned"
         self._stop_checked = None            # when rank 0 last looked for the stop file
+        self._prune_bound_passed = False     # rank 0: an evaluation passed the prune_at bound
         self._eval_due = False
         self._last_eval = None               # (step, {metric: value})
         self._target_at = None               # (step, samples, seconds)
@@ -234,6 +236,8 @@ class Run:
         path = getattr(self.cfg, "stop_path", None)
         if not self.is_main or not path:
             return False
+        if self._prune_bound_passed:
+            return True
         if self._stop_checked is not None and now - self._stop_checked < STOP_CHECK_SECONDS:
             return False
         self._stop_checked = now
@@ -267,6 +271,24 @@ class Run:
                 raise ValueError(f"batchlab: target.metric is {target.metric!r} but log_eval got "
                                  f"only {names}; pass {target.metric}=...")
             self._record_target(shared_metrics[target.metric], seconds)
+            if self._target_at is None:
+                self._check_prune_bound()
+
+    def _check_prune_bound(self):
+        """Rank 0, after an evaluation that missed the target: whether its bound (step + 1)
+        reached the orchestrator's `prune_at` file beside the stop file (docs/protocol.md); the
+        run then stops after the next log_step, as if the stop file had appeared."""
+        path = getattr(self.cfg, "stop_path", None)
+        if not self.is_main or not path or self._prune_bound_passed:
+            return
+        try:
+            with open(os.path.join(os.path.dirname(path), "prune_at")) as f:
+                bound = json.load(f)
+        except (OSError, ValueError):
+            return  # absent, half-written or foreign: the stop file still comes
+        stop_from = bound.get("stop_from_step") if isinstance(bound, dict) else None
+        if isinstance(stop_from, int) and not isinstance(stop_from, bool):
+            self._prune_bound_passed = self.step + 1 >= stop_from
 
     def _record_target(self, value, seconds):
         if self._target_at is None and self.cfg.target.met(value):
