@@ -49,7 +49,7 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, double bucke
       bytes = 0;
       numel = 0;
     }
-    plan.back().second.push_back(Member{i, numel, p.numel()});
+    plan.back().second.push_back(Member{i, numel, p.numel(), GradientStrides(p)});
     bytes += p_bytes;
     numel += p.numel();
   }
@@ -75,14 +75,13 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, double bucke
 // view: Optimizer::zero_grad() calls detach_() on gradients, which autograd refuses on views.
 torch::Tensor GradientBuckets::Slice(const Bucket& b, const Member& m) const {
   torch::Tensor t = torch::empty({0}, b.flat.options());
-  t.set_(b.flat.storage(), b.flat.storage_offset() + m.offset, params_[m.param].sizes(),
-         GradientStrides(params_[m.param]));
+  t.set_(b.flat.storage(), b.flat.storage_offset() + m.offset, params_[m.param].sizes(), m.strides);
   return t;
 }
 
 bool GradientBuckets::IsView(const Bucket& b, const Member& m) const {
   const torch::Tensor& g = params_[m.param].grad();
-  if (!g.defined() || g.strides().vec() != GradientStrides(params_[m.param])) return false;
+  if (!g.defined() || g.strides() != c10::IntArrayRef(m.strides)) return false;
   const auto* want = static_cast<const char*>(b.flat.data_ptr()) + m.offset * b.flat.element_size();
   return g.data_ptr() == want && g.numel() == m.numel;
 }

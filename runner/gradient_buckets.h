@@ -61,6 +61,7 @@ class GradientBuckets {
     size_t param;    // index into params_
     int64_t offset;  // first element in the bucket
     int64_t numel;
+    std::vector<int64_t> strides;  // its gradient's: GradientStrides(param), computed once
   };
   struct Bucket {
     torch::Tensor flat;  // contiguous, one dtype
