@@ -29,16 +29,25 @@ void PruneBook::SetReached(size_t i, int64_t hit_step) {
 
 void PruneBook::SetOut(size_t i) { runs_[i].kind = Kind::kOut, runs_[i].bound = 0; }
 
-bool PruneBook::HasBar(size_t i) const {
-  const Entry& run = runs_[i];
-  if (run.group.empty() || run.kind == Kind::kReached) return false;
+std::optional<PruneBook::Bar> PruneBook::BarFor(const Entry& run) const {
+  if (run.group.empty()) return std::nullopt;
+  std::optional<Bar> bar;
   for (const auto& [config, others] : groups_.at(run.group)) {
     if (config == run.config) continue;
+    double sum = 0;
     bool all = true;
-    for (size_t s : others) all = all && runs_[s].kind == Kind::kReached;
-    if (all) return true;
+    for (size_t s : others) {
+      all = all && runs_[s].kind == Kind::kReached;
+      sum += static_cast<double>(runs_[s].bound);
+    }
+    const double mean = sum / static_cast<double>(others.size());
+    if (all && (!bar || mean < bar->mean)) bar = Bar{mean, config};
   }
-  return false;
+  return bar;
+}
+
+bool PruneBook::HasBar(size_t i) const {
+  return runs_[i].kind != Kind::kReached && BarFor(runs_[i]).has_value();
 }
 
 bool PruneBook::WouldStartBlind(size_t i) const {
@@ -71,56 +80,32 @@ std::optional<std::string> PruneBook::WhyPrune(size_t i) const {
   // (b) its mean steps can only exceed a configuration that reached the target with all seeds.
   // Means as the analysis computes them (steps_to_target.cc): sum / n in double.
   const double lower = sum / static_cast<double>(seeds.size());
-  for (const auto& [config, others] : configs) {
-    if (config == run.config) continue;
-    double other_sum = 0;
-    bool all = true;
-    for (size_t s : others) {
-      if (runs_[s].kind != Kind::kReached) {
-        all = false;
-        break;
-      }
-      other_sum += static_cast<double>(runs_[s].bound);
-    }
-    if (!all) continue;
-    const double other = other_sum / static_cast<double>(others.size());
-    if (lower > other) {
-      return fmt::format(
-          "at {} its configuration needs at least {} steps (mean over {} seed(s), bound from the "
-          "steps logged so far), more than the {} steps of {} whose seeds all reached the "
-          "target: it can no longer be the best",
-          run.group, lower, seeds.size(), other, config.empty() ? "another configuration" : config);
-    }
+  const std::optional<Bar> bar = BarFor(run);
+  if (bar && lower > bar->mean) {
+    return fmt::format(
+        "at {} its configuration needs at least {} steps (mean over {} seed(s), bound from the "
+        "steps logged so far), more than the {} steps of {} whose seeds all reached the "
+        "target: it can no longer be the best",
+        run.group, lower, seeds.size(), bar->mean,
+        bar->config.empty() ? "another configuration" : bar->config);
   }
   return std::nullopt;
 }
 
 std::optional<int64_t> PruneBook::StopFromStep(size_t i) const {
   const Entry& run = runs_[i];
-  if (run.group.empty() || run.kind == Kind::kReached) return std::nullopt;
-  const auto& configs = groups_.at(run.group);
-  std::optional<double> best;  // the lowest mean of a configuration with every seed reached
-  for (const auto& [config, others] : configs) {
-    if (config == run.config) continue;
-    double sum = 0;
-    bool all = true;
-    for (size_t s : others) {
-      all = all && runs_[s].kind == Kind::kReached;
-      sum += static_cast<double>(runs_[s].bound);
-    }
-    const double mean = sum / static_cast<double>(others.size());
-    if (all && (!best || mean < *best)) best = mean;
-  }
-  if (!best) return std::nullopt;
-  const std::vector<size_t>& seeds = configs.at(run.config);
+  if (run.kind == Kind::kReached) return std::nullopt;
+  const std::optional<Bar> bar = BarFor(run);
+  if (!bar) return std::nullopt;
+  const std::vector<size_t>& seeds = groups_.at(run.group).at(run.config);
   double reached = 0;
   for (size_t s : seeds) {
     if (s != i && runs_[s].kind == Kind::kReached) reached += static_cast<double>(runs_[s].bound);
   }
   const double n = static_cast<double>(seeds.size());
-  // The least integer b >= 1 with (reached + b) / n > best, compared as WhyPrune compares.
-  auto beats = [&](int64_t b) { return (reached + static_cast<double>(b)) / n > *best; };
-  int64_t b = std::max<int64_t>(1, static_cast<int64_t>(std::floor(*best * n - reached)));
+  // The least integer b >= 1 with (reached + b) / n > the bar, compared as WhyPrune compares.
+  auto beats = [&](int64_t b) { return (reached + static_cast<double>(b)) / n > bar->mean; };
+  int64_t b = std::max<int64_t>(1, static_cast<int64_t>(std::floor(bar->mean * n - reached)));
   while (!beats(b)) ++b;
   while (b > 1 && beats(b - 1)) --b;
   return b;

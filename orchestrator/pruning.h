@@ -78,6 +78,15 @@ class PruneBook {
     Kind kind = Kind::kWaiting;
     int64_t bound = 0;  // kReached: the hit step; kRunning: the least step it can still hit
   };
+  // The bar run i must not pass: the lowest mean steps (sum / n in double, as the analysis
+  // computes it) of another configuration of its group whose seeds all reached the target, and
+  // that configuration's key. nullopt when there is none (or no group).
+  struct Bar {
+    double mean;
+    std::string config;
+  };
+  std::optional<Bar> BarFor(const Entry& run) const;
+
   std::vector<Entry> runs_;
   std::map<std::string, std::map<std::string, std::vector<size_t>>> groups_;  // group -> config
 };
