@@ -295,6 +295,23 @@ Field Declare() {
               .Means("the built-in runner's communication"),
           Obj("gns", {Int("every_steps", 0).Def(1).Means("measure every N steps (0: off)")})
               .Means("gradient noise scale measurement"),
+          Obj("checkpoint",
+              {
+                  Int("every_steps", 0).Def(0).Means("checkpoint every N steps (0: off)"),
+                  Int("every_samples", 0).Def(0).Means(
+                      "checkpoint every N training samples (0: off)"),
+                  Num("every_seconds", 0, kMaxSeconds)
+                      .Def(60.0)
+                      .Means("checkpoint every N wall seconds of training (0: off)"),
+                  Int("keep", 1, kMaxSpecInteger)
+                      .Def(2)
+                      .Means("checkpoints kept per run (the newest; at_steps are kept too)"),
+                  IntArray("at_steps", 1)
+                      .Def(json::array())
+                      .Means("steps whose checkpoints are kept for good (branch points)"),
+              })
+              .Means("checkpoints (docs/protocol.md, Checkpoints): a new attempt resumes from "
+                     "the newest valid one; not part of the run id"),
           Num("divergence_factor", 1)
               .Exclusive(true, false)
               .Def(10.0)

@@ -22,6 +22,7 @@ std::string RunIdOf(const nlohmann::json& resolved_config) {
   c.erase("run_id");
   c.erase("attempt");
   c.erase("metrics_path");
+  c.erase("checkpoint");  // when a run saves its state changes nothing it computes
   return Hex16(Fnv1a64(CanonicalJson(c)));
 }
 

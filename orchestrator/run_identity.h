@@ -3,7 +3,7 @@
 // keys sorted (nlohmann::json keeps keys in a std::map), no whitespace, numbers as parsed (1 and
 // 1.0 differ). The hash is 64-bit FNV-1a over those bytes, printed as 16 lowercase hex digits.
 //
-//   std::string id = RunIdOf(resolved_config);   // ignores run_id, attempt, metrics_path
+//   std::string id = RunIdOf(resolved_config);   // ignores run_id, attempt, metrics_path, checkpoint
 //   // the same for {"a":1,"b":2} and { "b" : 2, "a" : 1 }
 #ifndef BATCHLAB_ORCHESTRATOR_RUN_IDENTITY_H_
 #define BATCHLAB_ORCHESTRATOR_RUN_IDENTITY_H_
@@ -22,7 +22,8 @@ std::string Hex16(uint64_t value);
 // Sorted keys, no whitespace; works for ordered_json input too.
 std::string CanonicalJson(const nlohmann::json& value);
 
-// The run id of a resolved config: the hash of the config without run_id, attempt, metrics_path.
+// The run id of a resolved config: the hash of the config without run_id, attempt, metrics_path
+// and checkpoint (its cadence changes nothing the run computes; resume is bit for bit).
 std::string RunIdOf(const nlohmann::json& resolved_config);
 
 // The hash of a spec (the whole parsed document).

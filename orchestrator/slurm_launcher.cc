@@ -215,6 +215,16 @@ std::vector<std::string> SbatchArguments(const SlurmLaunchSettings& settings,
       "--chdir=" + (request.workdir.empty() ? request.attempt_dir : request.workdir),
       "--export=ALL",
   };
+  // Each allocation is one attempt (attempt folders are never reused): Slurm must not requeue
+  // it; a preempted or timed-out run checkpoints and the orchestrator submits a new attempt.
+  a.push_back("--no-requeue");
+  if (settings.slurm.signal_seconds > 0) {
+    // SIGUSR2 to the batch shell (exec'd into mpirun, which forwards it to every rank) this long
+    // before the limit: the ranks checkpoint and exit 7 (base/run_protocol.h). Not SIGUSR1,
+    // which NCCL uses.
+    const int lead = std::min(settings.slurm.signal_seconds, settings.slurm.time_limit_minutes * 30);
+    a.push_back(fmt::format("--signal=B:USR2@{}", std::max(1, lead)));
+  }
   if (!settings.slurm.partition.empty()) a.push_back("--partition=" + settings.slurm.partition);
   if (request.gpus_per_rank > 0 && !RequestsGpus(settings.slurm.sbatch_args)) {
     // GPUs counted per node: ranks_per_node x g on each node; Slurm sets CUDA_VISIBLE_DEVICES

@@ -428,7 +428,9 @@ Status ParseLaunch(const ordered_json& l, LaunchSettings* out) {
 Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
   if (!s.is_object()) return Bad("slurm", "is not an object");
   BATCHLAB_RETURN_IF_ERROR(
-      OnlyKeys(s, "slurm", {"partition", "time_limit_minutes", "cpus_per_task", "sbatch_args"}));
+      OnlyKeys(s, "slurm",
+               {"partition", "time_limit_minutes", "cpus_per_task", "signal_seconds",
+                "sbatch_args"}));
   if (s.contains("partition")) {
     BATCHLAB_ASSIGN_OR_RETURN(out->partition, String(s["partition"], "slurm.partition"));
   }
@@ -437,6 +439,11 @@ Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
         long long v,
         Integer(s["time_limit_minutes"], "slurm.time_limit_minutes", 1, kMaxSlurmMinutes));
     out->time_limit_minutes = static_cast<int>(v);
+  }
+  if (s.contains("signal_seconds")) {
+    BATCHLAB_ASSIGN_OR_RETURN(long long v,
+                              Integer(s["signal_seconds"], "slurm.signal_seconds", 0, 65535));
+    out->signal_seconds = static_cast<int>(v);
   }
   if (s.contains("cpus_per_task")) {
     BATCHLAB_ASSIGN_OR_RETURN(long long v,

@@ -76,6 +76,10 @@ struct SlurmSettings {
   std::string partition;
   int time_limit_minutes = 30;
   int cpus_per_task = 0;  // 0: slots_per_rank
+  // Seconds before the time limit at which Slurm sends SIGUSR2 (`--signal=B:USR2@N`): the run
+  // checkpoints and exits `preempted`, and a new allocation resumes it. 0: no signal. Capped at
+  // half the time limit.
+  int signal_seconds = 120;
   std::vector<std::string> sbatch_args;
 };
 

@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 #include <boost/filesystem.hpp>
 
+#include "base/run_protocol.h"
 #include "orchestrator/atomic_file.h"
 #include "orchestrator/gpu_slots.h"
 #include "orchestrator/lr_search.h"
@@ -196,7 +197,7 @@ class Execution {
             recorded ? *recorded : AttemptDir(runs_dir_, spec_.name, r.id, rec.attempt, "");
         launcher_.CleanUpStale(dir);
         BATCHLAB_ASSIGN_OR_RETURN(results::IngestStats tail,
-                                  store_.IngestMetrics(r.id, rec.attempt, dir + "/metrics.jsonl",
+                                  store_.IngestMetrics(r.id, rec.attempt, dir + "/" + protocol::kMetricsFile,
                                                        results::IngestPass::kFinal));
         if (std::optional<RunState> ended = FinishedState(tail.end_outcome)) {
           // The runner finished on its own terms before anyone recorded it: keep that result.
@@ -348,9 +349,9 @@ class Execution {
         NewFolder(AttemptDir(runs_dir_, spec_.name, r.id, attempt, store_.database_id())));
     nlohmann::json config = r.config;
     config["attempt"] = attempt;
-    config["metrics_path"] = dir + "/metrics.jsonl";
+    config["metrics_path"] = dir + "/" + protocol::kMetricsFile;
     {
-      std::ofstream out(dir + "/config.json");
+      std::ofstream out(dir + "/" + protocol::kConfigFile);
       out << config.dump(2) << "\n";
       out.close();  // a full disk shows here, not before
       if (!out) {
@@ -358,6 +359,7 @@ class Execution {
                                             dir, std::strerror(errno)));
       }
     }
+    BATCHLAB_RETURN_IF_ERROR(WriteResumeFile(r.id, attempt, dir));
     BATCHLAB_RETURN_IF_ERROR(store_.StartAttempt(r.id, dir));
     attempt_[i] = attempt;
     ++out_.attempts;
@@ -365,7 +367,7 @@ class Execution {
     req.run_id = r.id;
     req.attempt = attempt;
     req.attempt_dir = dir;
-    req.config_path = req.attempt_dir + "/config.json";
+    req.config_path = req.attempt_dir + "/" + protocol::kConfigFile;
     req.nodes = config["nodes"].get<int>();
     req.ranks_per_node = config["ranks_per_node"].get<int>();
     req.world_size = r.world_size;
@@ -414,6 +416,23 @@ class Execution {
     return OkStatus();
   }
 
+  // resume.json (docs/protocol.md, "Checkpoints"): the run's earlier attempts' folders, newest
+  // first, whose newest valid checkpoint the new attempt resumes from. None for a first attempt.
+  Status WriteResumeFile(const std::string& run_id, int attempt, const std::string& dir) {
+    nlohmann::json earlier = nlohmann::json::array();
+    for (int k = attempt - 1; k >= 1; --k) {
+      BATCHLAB_ASSIGN_OR_RETURN(std::optional<std::string> at, store_.AttemptDir(run_id, k));
+      if (at) earlier.push_back({{"attempt", k}, {"dir", *at}});
+    }
+    if (earlier.empty()) return OkStatus();
+    const std::string path = dir + "/" + protocol::kResumeFile;
+    if (!WriteFileAtomically(path, nlohmann::json{{"attempts", earlier}}.dump(2) + "\n")) {
+      return UnavailableError(fmt::format("cannot write {}: {} (is the disk full?)", path,
+                                          std::strerror(errno)));
+    }
+    return OkStatus();
+  }
+
   // What every rank runs (program.h): the built-in runner, or the user's program through
   // batchlab-rank with the torch.distributed environment and a port of its own.
   Status DescribeRanks(const PlannedRun& r, LaunchRequest* req) {
@@ -450,7 +469,7 @@ class Execution {
 
   Status Ingest(Active& a, results::IngestPass pass) {
     BATCHLAB_ASSIGN_OR_RETURN(auto stats, store_.IngestMetrics(plan_.runs[a.index].id, a.attempt,
-                                                               a.dir + "/metrics.jsonl", pass));
+                                                               a.dir + "/" + protocol::kMetricsFile, pass));
     a.saw_end = a.saw_end || stats.saw_end;
     if (!stats.end_outcome.empty()) a.end_outcome = stats.end_outcome;
     return OkStatus();
@@ -499,6 +518,20 @@ class Execution {
                             : st.exit_code     ? fmt::format("exited {}", *st.exit_code)
                                                : std::string("ended without an exit code"),
                             a.end_outcome);
+    } else if (st.exit_code == protocol::ExitCodeFor(protocol::Outcome::kPreempted) && !stopping &&
+               a.prune_sent == 0) {
+      // A Slurm limit, a preemption or a SIGTERM: it checkpointed and left. Not a failure: it
+      // goes on in a new attempt at once (from that checkpoint), without using a retry.
+      message = "preempted: checkpointed and exited 7; a new attempt resumes it";
+      BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "preempted", message));
+      BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {code, message}));
+      BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kWaiting));
+      ++out_.preempted;
+      queue_.Add({static_cast<int>(a.index), r.slots, r.expected_seconds, now, Priority(a.index),
+                  r.gpus});
+      Event(fmt::format("run {} preempted after {:.1f} s; it resumes in a new attempt", r.id,
+                        seconds));
+      return OkStatus();
     } else if (a.prune_sent > 0) {
       // Asked to stop because it could no longer change the answer: pruned, whatever way it ended.
       state = RunState::kPruned;
@@ -515,7 +548,7 @@ class Execution {
     } else if (st.exit_code && StateForExitCode(*st.exit_code) != RunState::kFailed) {
       message = fmt::format("exited {} without writing its end line", *st.exit_code);
     } else {
-      std::string tail = Tail(a.dir + "/stderr.log", 1500);
+      std::string tail = Tail(a.dir + "/" + protocol::kStderrFile, 1500);
       message = st.signal      ? fmt::format("killed by signal {}", *st.signal)
                 : st.exit_code ? fmt::format("exited {}", *st.exit_code)
                                : "ended without an exit code";
@@ -616,7 +649,7 @@ class Execution {
       if (a.prune_sent > 0 || a.saw_end) continue;
       std::optional<std::string> why = prune_.WhyPrune(a.index);
       if (!why) continue;
-      std::ofstream stop(a.dir + "/stop");
+      std::ofstream stop(a.dir + "/" + protocol::kStopFile);
       stop << nlohmann::json{{"reason", "pruned"}, {"message", *why}}.dump() << "\n";
       stop.close();
       a.prune_sent = now;
@@ -637,7 +670,7 @@ class Execution {
     if (a.prune_sent > 0 || a.saw_end) return;
     const std::optional<int64_t> bound = prune_.StopFromStep(a.index);
     if (!bound || *bound == a.stop_from_step) return;
-    if (WriteFileAtomically(a.dir + "/prune_at",
+    if (WriteFileAtomically(a.dir + "/" + protocol::kPruneAtFile,
                             nlohmann::json{{"stop_from_step", *bound}}.dump() + "\n")) {
       a.stop_from_step = *bound;
     }
@@ -826,20 +859,10 @@ class Execution {
 }  // namespace
 
 RunState StateForExitCode(int exit_code) {
-  switch (exit_code) {
-    case 0:
-      return RunState::kCompleted;
-    case 3:
-      return RunState::kTargetReached;
-    case 4:
-      return RunState::kDiverged;
-    case 5:
-      return RunState::kBudgetExhausted;
-    case 6:
-      return RunState::kPruned;
-    default:
-      return RunState::kFailed;
-  }
+  const std::optional<protocol::Outcome> outcome = protocol::OutcomeForExitCode(exit_code);
+  if (!outcome || !protocol::EntryOf(*outcome).final) return RunState::kFailed;
+  auto state = results::ParseRunState(std::string(protocol::OutcomeName(*outcome)));
+  return state.ok() ? *state : RunState::kFailed;
 }
 
 std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,

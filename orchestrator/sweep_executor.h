@@ -76,6 +76,7 @@ struct SweepOutcome {
   int failed = 0;                  // failed or timed out after all retries
   int cancelled = 0;               // stopped by a stop request
   int pruned = 0;                  // stopped early or never started: could not change the answer
+  int preempted = 0;  // attempts that checkpointed on a signal and went on in a new attempt
   int search_rounds = 0;           // LR search: rounds added (over all batch sizes) by this call
   int interrupted = 0;             // found running from a killed orchestrator and re-queued
   int attempts = 0;                // attempts started by this call

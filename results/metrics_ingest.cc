@@ -12,6 +12,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "base/run_protocol.h"
+
 namespace batchlab::results {
 namespace {
 
@@ -210,6 +212,7 @@ Status MetricsIngester::StoreLine(const Where& w, std::string_view line, int64_t
   if (kind == "start" || kind == "end") {
     return StoreStartOrEnd(w, m.non_finite_tokens ? std::string_view(m.as_json) : line, kind);
   }
+  if (kind == protocol::kLineResume) return StoreResume(w, line, seq);
   return StoreValues(w, m, stats);
 }
 
@@ -253,6 +256,50 @@ Status MetricsIngester::StoreStartOrEnd(const Where& w, std::string_view line,
     return update_end_.Run();
   }
   return OkStatus();
+}
+
+Status MetricsIngester::StoreResume(const Where& w, std::string_view line, int64_t seq) {
+  const json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return OkStatus();
+  auto event = [&](const char* kind, const std::string& message) {
+    insert_event_.BindInt(1, w.run_key)
+        .BindInt(2, w.attempt)
+        .BindDouble(3, NowSeconds())
+        .BindText(4, kind)
+        .BindText(5, message);
+    return insert_event_.Run();
+  };
+  if (const auto rejected = j.find("rejected"); rejected != j.end() && rejected->is_array()) {
+    for (const json& r : *rejected) {
+      if (!r.is_object()) continue;
+      BATCHLAB_RETURN_IF_ERROR(event(
+          "checkpoint_rejected",
+          fmt::format("checkpoint {} not used: {}", r.value("file", std::string("?")),
+                      r.value("reason", std::string("?")))));
+    }
+  }
+  const std::optional<int64_t> from = OptInt(j, "from_attempt"), step = OptInt(j, "step");
+  if (!from || !step || *step <= 0 || *from >= w.attempt || *from < 1) {
+    return event("resume", "no usable checkpoint: this attempt starts from step 0");
+  }
+  // Lines of the earlier attempt up to its checkpoint: this attempt's history.
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement copy,
+      db_.Prepare("INSERT OR IGNORE INTO metrics(run_key, attempt, seq, name_id, step, value) "
+                  "SELECT run_key, ?, seq, name_id, step, value FROM metrics "
+                  "WHERE run_key = ? AND attempt = ? AND seq < ?"));
+  BATCHLAB_RETURN_IF_ERROR(
+      copy.BindInt(1, w.attempt).BindInt(2, w.run_key).BindInt(3, *from).BindInt(4, seq).Run());
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement last, db_.Prepare("SELECT max(step) FROM metrics WHERE run_key = ? AND attempt = ?"));
+  last.BindInt(1, w.run_key).BindInt(2, *from);
+  BATCHLAB_ASSIGN_OR_RETURN(bool row, last.Step());
+  const int64_t reached = row && !last.ColumnIsNull(0) ? last.ColumnInt(0) : *step;
+  return event("resume",
+               fmt::format("resumed from the checkpoint at step {} of attempt {} ({}); steps "
+                           "trained again: {}",
+                           *step, *from, j.value("file", std::string("?")),
+                           std::max<int64_t>(0, reached - *step)));
 }
 
 // step, eval (and any future kind): every numeric field but seq and step is a metric value,

@@ -77,6 +77,10 @@ class MetricsIngester {
   Status StoreLine(const Where& w, std::string_view line, int64_t line_offset, Cursor& c,
                    IngestStats& stats);
   Status StoreStartOrEnd(const Where& w, std::string_view line, const std::string& kind);
+  // A resumed attempt's first line (docs/protocol.md, "Checkpoints"): the earlier attempt's
+  // lines before this line's seq become this attempt's too, so every reader sees one continuous
+  // run; an event names the checkpoint and the steps trained again, one more each rejected file.
+  Status StoreResume(const Where& w, std::string_view line, int64_t seq);
   Status StoreValues(const Where& w, const MetricsLine& m, IngestStats& stats);
   // The cached statement inserting `n` metric rows at once.
   StatusOr<Statement*> InsertRows(size_t n);

@@ -33,6 +33,7 @@
 #include "runner/optimizer_factory.h"
 #include "runner/run_config.h"
 #include "runner/runner_error.h"
+#include "runner/preempt_signal.h"
 #include "runner/trainer.h"
 #include "runner/worker_loop.h"
 
@@ -198,7 +199,7 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     std::unique_ptr<MetricsWriter> metrics;
     if (rank == 0) metrics = MetricsWriter::Open(config.metrics_path);
     trainer.set_metrics(metrics.get());
-    trainer.set_stop_file((std::filesystem::path(config_path).parent_path() / "stop").string());
+    trainer.set_attempt_dir(std::filesystem::path(config_path).parent_path().string());
     const Outcome outcome = trainer.Run();
     if (!dump_path.empty()) {
       DumpParameters(trainer.FlatParameters(), dump_path + ".rank" + std::to_string(rank));
@@ -301,6 +302,7 @@ static void KeepFreedTensorMemory() {
 
 int main(int argc, char** argv) {
   KeepFreedTensorMemory();
+  batchlab::runner::InstallPreemptHandlers();
   int rank = 0, world = 1;
   try {
     return batchlab::runner::Main(argc, argv, rank, world);

@@ -29,6 +29,8 @@ class MetricsWriter {
   // Puts `seq` first, then the line's own fields; writes one line and flushes it.
   void Write(const nlohmann::ordered_json& line);
   int64_t next_seq() const { return seq_; }
+  // A resumed attempt continues the numbering where its checkpoint left it (docs/protocol.md).
+  void set_next_seq(int64_t seq) { seq_ = seq; }
 
  private:
   MetricsWriter(std::FILE* file, std::string path) : file_(file), path_(std::move(path)) {}

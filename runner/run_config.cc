@@ -186,6 +186,16 @@ const std::vector<Binding>& Bindings() {
       Bind(
           "gns.every_steps", [](auto& c) -> auto& { return c.gns_every_steps; }),
       Bind(
+          "checkpoint.every_steps", [](auto& c) -> auto& { return c.checkpoint.every_steps; }),
+      Bind(
+          "checkpoint.every_samples", [](auto& c) -> auto& { return c.checkpoint.every_samples; }),
+      Bind(
+          "checkpoint.every_seconds", [](auto& c) -> auto& { return c.checkpoint.every_seconds; }),
+      Bind(
+          "checkpoint.keep", [](auto& c) -> auto& { return c.checkpoint.keep; }),
+      Bind(
+          "checkpoint.at_steps", [](auto& c) -> auto& { return c.checkpoint.at_steps; }),
+      Bind(
           "divergence_factor", [](auto& c) -> auto& { return c.divergence_factor; }),
       Bind(
           "threads", [](auto& c) -> auto& { return c.threads; }),

@@ -71,6 +71,15 @@ struct TargetConfig {
   bool Met(double observed) const;
 };
 
+// Config "checkpoint" (docs/protocol.md, "Checkpoints"): 0 = that cadence is off.
+struct CheckpointConfig {
+  int64_t every_steps = config::Default<int64_t>("checkpoint.every_steps");
+  int64_t every_samples = config::Default<int64_t>("checkpoint.every_samples");
+  double every_seconds = config::Default<double>("checkpoint.every_seconds");
+  int64_t keep = config::Default<int64_t>("checkpoint.keep");
+  std::vector<int64_t> at_steps = config::Default<std::vector<int64_t>>("checkpoint.at_steps");
+};
+
 struct RunConfig {
   // Derived by the orchestrator (no declared default); a hand-written config may leave them out:
   // run_id and sweep "", attempt 1, seed 1, the sizes derived from batch_size (docs/runner.md).
@@ -96,6 +105,7 @@ struct RunConfig {
   std::optional<TargetConfig> target;
   CommConfig comm;
   int64_t gns_every_steps = config::Default<int64_t>("gns.every_steps");  // 0 = off
+  CheckpointConfig checkpoint;
   double divergence_factor = config::Default<double>("divergence_factor");
   int64_t threads = config::Default<int64_t>("threads");
   std::string precision = config::Default<std::string>("precision");  // fp32 | bf16 | fp16

@@ -12,6 +12,7 @@
 #include "runner/datasets/synthetic_linear.h"
 #include "runner/gradient_buckets.h"
 #include "runner/optimizer_factory.h"
+#include "runner/preempt_signal.h"
 #include "runner/runner_error.h"
 #include "runner/sync/flat_tensors.h"
 #include "runner/sync/lagged_gradient.h"
@@ -29,7 +30,8 @@ constexpr int64_t kLossSlot = 0;     // local mean loss          -> global mean 
 constexpr int64_t kLocalSqSlot = 1;  // |local gradient|^2       -> mean over ranks
 constexpr int64_t kElapsedSlot = 2;  // seconds since start      -> mean over ranks
 constexpr int64_t kStopSlot = 3;     // rank 0 saw the stop file -> > 0 on every rank
-constexpr int64_t kStatSlots = 4;
+constexpr int64_t kPreemptSlot = 4;  // a rank was signalled     -> > 0 on every rank
+constexpr int64_t kStatSlots = 5;
 constexpr double kStopCheckSeconds = 0.1;  // rank 0 looks for the stop file at most this often
 constexpr int64_t kEvalChunk = 2048;
 
@@ -48,38 +50,6 @@ nlohmann::ordered_json NullableNumber(bool has, double value) {
 }
 
 }  // namespace
-
-const char* OutcomeName(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kCompleted:
-      return "completed";
-    case Outcome::kTargetReached:
-      return "target_reached";
-    case Outcome::kDiverged:
-      return "diverged";
-    case Outcome::kBudgetExhausted:
-      return "budget_exhausted";
-    case Outcome::kPruned:
-      return "pruned";
-  }
-  return "completed";
-}
-
-int ExitCodeFor(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::kCompleted:
-      return 0;
-    case Outcome::kTargetReached:
-      return 3;
-    case Outcome::kDiverged:
-      return 4;
-    case Outcome::kBudgetExhausted:
-      return 5;
-    case Outcome::kPruned:
-      return 6;
-  }
-  return 1;
-}
 
 Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* comm,
                  MetricsWriter* metrics, int rank)
@@ -136,6 +106,9 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
 
   lr_ = std::make_unique<LrSchedule>(config_.lr, config_.batch_size, total_steps_, spe);
   optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));
+  if (config_.comm.sync == "lag") {
+    lagged_ = std::make_unique<LaggedGradient>(param_count_, comm_, timeout);
+  }
 
   const int64_t local = config_.local_batch_size;
   std::vector<int64_t> x_shape = {local, data_.features()};
@@ -424,7 +397,7 @@ Outcome Trainer::Finish(bool collective_eval) {
     const bool classification = data_.classes > 0;
     metrics_->Write(
         {{"kind", "end"},
-         {"outcome", OutcomeName(outcome)},
+         {"outcome", std::string(OutcomeName(outcome))},
          {"steps", step_},
          {"samples", step_ * samples_per_step_},
          {"seconds", ElapsedSeconds()},
@@ -442,7 +415,9 @@ Outcome Trainer::Finish(bool collective_eval) {
 }
 
 Outcome Trainer::Run() {
+  PreemptWindow preempt_window;  // SIGUSR2/SIGTERM now mean: checkpoint and exit 7
   start_ = Clock::now();
+  MaybeResume();  // a new attempt: from the newest valid checkpoint of the earlier ones
   WriteStart();
   if (ParameterServerMode()) return rank_ == 0 ? RunServer() : RunWorker();
   return RunCollective();
@@ -456,11 +431,9 @@ Outcome Trainer::RunCollective() {
   // lag, local_sgd: the step's shared values in a collective of their own (same slots).
   torch::Tensor shared = torch::zeros({kStatSlots});
   float* sh = shared.data_ptr<float>();
-  std::unique_ptr<LaggedGradient> lagged;
-  if (lag) lagged = std::make_unique<LaggedGradient>(param_count_, comm_, timeout);
+  std::unique_ptr<LaggedGradient>& lagged = lagged_;
   std::unique_ptr<ParameterAverage> average;
   if (local_sgd && world_ > 1) average = std::make_unique<ParameterAverage>(*comm_, timeout);
-  int64_t last_average = 0;
   Progress& p = progress_;
 
   while (total_steps_ == 0 || step_ < total_steps_) {
@@ -476,13 +449,14 @@ Outcome Trainer::RunCollective() {
 
     SyncFacts facts;
     facts.effective_batch = config_.batch_size;
-    bool apply = true, agreed = true, stop = false;
+    bool apply = true, agreed = true, stop = false, preempt = false;
     double loss = local_loss;
     auto fill_shared = [&](Clock::time_point now) {
       sh[kLossSlot] = static_cast<float>(local_loss);
       sh[kLocalSqSlot] = 0.0f;
       sh[kElapsedSlot] = static_cast<float>(Seconds(start_, now));
       sh[kStopSlot] = StopRequested() ? 1.0f : 0.0f;
+      sh[kPreemptSlot] = PreemptRequested() ? 1.0f : 0.0f;
     };
     if (buckets_) {  // allreduce, K > 1: the shared values ride in the last bucket
       // Summed like the gradients, so each carries 1/K (the local gradient holds 1/K already:
@@ -491,8 +465,10 @@ Outcome Trainer::RunCollective() {
       extra[kLocalSqSlot] = measure ? static_cast<float>(GradSquaredNorm() / grad_scale_) : 0.0f;
       extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2) * grad_scale_);
       extra[kStopSlot] = StopRequested() ? static_cast<float>(grad_scale_) : 0.0f;
+      extra[kPreemptSlot] = PreemptRequested() ? static_cast<float>(grad_scale_) : 0.0f;
       buckets_->AllreduceGradients(*comm_, timeout, ReduceOp::kSum);
       stop = extra[kStopSlot] > 0;
+      preempt = extra[kPreemptSlot] > 0;
       loss = extra[kLossSlot];
       facts.wait_seconds = Seconds(t2, Clock::now());
     } else if (lag) {
@@ -506,9 +482,11 @@ Outcome Trainer::RunCollective() {
       facts.staleness = apply ? 1 : 0;
       facts.effective_batch = apply ? config_.batch_size : 0;
       stop = sh[kStopSlot] > 0;
+      preempt = sh[kPreemptSlot] > 0;
       loss = sh[kLossSlot];
     } else if (!local_sgd) {  // allreduce on one rank
       stop = StopRequested();
+      preempt = PreemptRequested();
     }
     const Clock::time_point t3 = Clock::now();
 
@@ -543,7 +521,7 @@ Outcome Trainer::RunCollective() {
           step_ % config_.comm.sync_every == 0 || step_ == total_steps_ ||
           (config_.eval_every_steps > 0 && step_ % config_.eval_every_steps == 0);
       facts.effective_batch = config_.local_batch_size;
-      facts.staleness = static_cast<double>(step_ - 1 - last_average);
+      facts.staleness = static_cast<double>(step_ - 1 - last_average_);
       agreed = sync_point;
       if (sync_point) {
         fill_shared(t4);
@@ -552,8 +530,9 @@ Outcome Trainer::RunCollective() {
               average->Run(params_, OptimizerStateTensors(*optimizer_, params_), shared);
         }
         comm_seconds = facts.wait_seconds;
-        last_average = step_;
+        last_average_ = step_;
         stop = sh[kStopSlot] > 0;
+        preempt = sh[kPreemptSlot] > 0;
         loss = sh[kLossSlot];
       }
     }
@@ -580,7 +559,17 @@ Outcome Trainer::RunCollective() {
     }
     // Every decision uses values all ranks share, so all ranks agree (local_sgd: only at the
     // steps where they average).
-    if (agreed && Decide(loss, stop, /*collective_eval=*/true)) break;
+    if (!agreed) continue;
+    if (Decide(loss, stop, /*collective_eval=*/true)) break;
+    if (preempt) {  // every rank saw it after this step: save, and leave for a new attempt
+      if (CheckpointsEnabled()) {
+        SaveCheckpoint();
+      } else if (lagged) {
+        lagged->Settle();  // no collective left open
+      }
+      return Outcome::kPreempted;
+    }
+    if (CheckpointDue()) SaveCheckpoint();
   }
   if (lag) {  // the last gradient in flight: applied when the run ran its budget to the end
     double waited = 0;

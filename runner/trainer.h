@@ -37,6 +37,8 @@
 
 #include <torch/torch.h>
 
+#include "base/run_protocol.h"
+#include "runner/checkpoint_file.h"
 #include "runner/communicator.h"
 #include "runner/datasets/dataset.h"
 #include "runner/datasets/shard_sampler.h"
@@ -46,14 +48,21 @@
 #include "runner/models.h"
 #include "runner/precision.h"
 #include "runner/run_config.h"
+#include "runner/sync/lagged_gradient.h"
 #include "runner/sync/straggler.h"
 
 namespace batchlab::runner {
 
-enum class Outcome { kCompleted, kTargetReached, kDiverged, kBudgetExhausted, kPruned };
+// The outcomes and their exit codes: base/run_protocol.h (kPreempted: checkpointed, exit 7).
+using Outcome = protocol::Outcome;
+using protocol::ExitCodeFor;
+using protocol::OutcomeName;
 
-const char* OutcomeName(Outcome outcome);  // "completed", "target_reached", ..., "pruned"
-int ExitCodeFor(Outcome outcome);          // 0, 3, 4, 5, 6 (docs/protocol.md)
+// An earlier attempt of this run whose checkpoints a new attempt may resume from.
+struct EarlierAttempt {
+  int64_t attempt = 0;
+  std::string dir;  // its attempt folder (checkpoints/ below it)
+};
 
 struct EvalResult {
   double loss = 0;
@@ -78,6 +87,14 @@ class Trainer {
   // the same way: after an evaluation at step s without the target, with s + 1 >= its
   // stop_from_step.
   void set_stop_file(std::string path);
+  // The attempt folder (docs/protocol.md): the stop, prune_at and preempt files, and the
+  // checkpoints/ folder this attempt writes (config "checkpoint"). Reads resume.json there: the
+  // earlier attempts whose newest valid checkpoint Run() resumes from.
+  void set_attempt_dir(const std::string& dir);
+  // Resume from these earlier attempts' checkpoints (newest first); what set_attempt_dir reads.
+  void set_resume_from(std::vector<EarlierAttempt> earlier) { resume_from_ = std::move(earlier); }
+  // The step Run() resumed from (0: started fresh).
+  int64_t resumed_from_step() const { return resumed_step_; }
 
   // All parameters flattened in registration order (float32), for --dump-params and tests.
   torch::Tensor FlatParameters() const;
@@ -134,6 +151,22 @@ class Trainer {
   // prune_at bound.
   bool StopRequested();
   void CheckPruneBound();  // rank 0, after an evaluation without the target
+  // This rank was signalled (SIGUSR2, SIGTERM: preempt_signal.h) or, on rank 0, the attempt
+  // folder has a preempt file (checked at most every 0.1 s).
+  bool PreemptRequested();
+
+  // Checkpoints (trainer_checkpoint.cc). Not for async_ps/backup (docs/protocol.md).
+  bool CheckpointsEnabled() const;
+  bool CheckpointDue() const;  // after step_, from values every rank shares
+  void SaveCheckpoint();       // this rank's shard of the checkpoint at step_
+  void PruneCheckpoints();     // keep the newest `keep` (and at_steps) of this attempt
+  // Before the first step: every rank agrees on the newest checkpoint of the earlier attempts
+  // whose shards all load, and restores it; rank 0 writes the resume line.
+  void MaybeResume();
+  NamedTensors StateTensors();
+  nlohmann::json StateScalars() const;
+  void RestoreState(const CheckpointFile& file);
+  std::string ConfigHash() const;
 
   const RunConfig& config_;
   const Dataset& data_;
@@ -155,7 +188,19 @@ class Trainer {
   // pass over them), else 1. The shared slots in the buckets carry the same factor.
   double grad_scale_ = 1.0;
   std::string stop_file_;
-  std::string prune_file_;  // beside stop_file_
+  std::string prune_file_;    // beside stop_file_
+  std::string preempt_file_;  // beside stop_file_
+  std::string checkpoint_dir_;  // "" = no checkpoints (no attempt folder)
+  std::vector<EarlierAttempt> resume_from_;
+  int64_t resumed_step_ = 0;
+  int64_t last_checkpoint_step_ = 0;
+  int64_t last_checkpoint_samples_ = 0;
+  double last_checkpoint_seconds_ = 0;
+  std::chrono::steady_clock::time_point last_preempt_check_{};
+  bool preempt_file_seen_ = false;
+  // Sync-mode state a checkpoint holds: lag's gradient in flight, local SGD's last average.
+  std::unique_ptr<LaggedGradient> lagged_;
+  int64_t last_average_ = 0;
   bool prune_bound_passed_ = false;
   std::chrono::steady_clock::time_point last_stop_check_{};
   torch::Tensor stats_;                // K > 1: [loss, |g_local|^2, seconds, stop] as a "grad"

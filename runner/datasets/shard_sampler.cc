@@ -46,6 +46,15 @@ void ShardSampler::Shuffle() {
   position_ = 0;
 }
 
+void ShardSampler::Restore(const torch::Tensor& order, int64_t position, int64_t epoch) {
+  if (order.numel() != shard_.numel() || position < 0 || position > order.numel()) {
+    throw std::runtime_error("the data cursor does not fit this rank's shard");
+  }
+  shard_ = order.to(torch::kInt64).contiguous().clone();
+  position_ = position;
+  epoch_ = epoch;
+}
+
 torch::Tensor ShardSampler::Next() {
   if (position_ + local_batch_ > shard_.numel()) {
     ++epoch_;

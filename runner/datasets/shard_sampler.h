@@ -26,6 +26,11 @@ class ShardSampler {
   int64_t epoch() const { return epoch_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t shard_size() const { return shard_.numel(); }
+  // The cursor, for checkpoints: this epoch's order of the shard and the position in it.
+  const torch::Tensor& order() const { return shard_; }
+  int64_t position() const { return position_; }
+  // Continues from a cursor order()/position()/epoch() gave (the same shard, reordered).
+  void Restore(const torch::Tensor& order, int64_t position, int64_t epoch);
 
  private:
   void Shuffle();

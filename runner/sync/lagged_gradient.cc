@@ -40,4 +40,17 @@ torch::Tensor LaggedGradient::Exchange(const torch::Tensor& grads, double* wait_
 
 torch::Tensor LaggedGradient::Drain(double* wait_seconds) { return WaitInFlight(wait_seconds); }
 
+torch::Tensor LaggedGradient::Settle() {
+  if (!pending_) return torch::Tensor();
+  if (in_flight_) in_flight_->Wait(timeout_);
+  in_flight_.reset();  // still pending_: the next Exchange returns it
+  return buffers_[1 - next_];
+}
+
+void LaggedGradient::Restore(const torch::Tensor& averaged) {
+  buffers_[1 - next_].copy_(averaged.reshape({-1}));
+  in_flight_.reset();
+  pending_ = true;
+}
+
 }  // namespace batchlab::runner

@@ -29,6 +29,11 @@ class LaggedGradient {
   torch::Tensor Exchange(const torch::Tensor& grads, double* wait_seconds);
   // The averaged gradient still in flight (waiting for it), or undefined when there is none.
   torch::Tensor Drain(double* wait_seconds);
+  // For a checkpoint: the averaged gradient in flight (waiting for it) without consuming it, so
+  // the next Exchange still returns it; undefined when there is none.
+  torch::Tensor Settle();
+  // A resumed run: `averaged` is in flight again, as Settle() returned it.
+  void Restore(const torch::Tensor& averaged);
 
  private:
   torch::Tensor WaitInFlight(double* wait_seconds);

@@ -121,6 +121,16 @@ TEST(LaunchSettingsTest, SbatchArgumentVector) {
   auto bind = std::find(a.begin(), a.end(), "--bind-to");
   ASSERT_NE(bind, a.end());
   EXPECT_EQ(*(bind + 1), "core");
+  // Checkpoints: SIGUSR2 before the limit (120 s by default), never a requeue into this attempt.
+  EXPECT_TRUE(has("--signal=B:USR2@120"));
+  EXPECT_TRUE(has("--no-requeue"));
+  EXPECT_LT(std::find(a.begin(), a.end(), "--signal=B:USR2@120"), script);
+  s.slurm.time_limit_minutes = 1;  // capped at half the limit
+  a = SbatchArguments(s, r, "/runs/s/abc/attempt-2/job.sh", false);
+  EXPECT_TRUE(has("--signal=B:USR2@30"));
+  s.slurm.signal_seconds = 0;  // off
+  a = SbatchArguments(s, r, "/runs/s/abc/attempt-2/job.sh", false);
+  for (const auto& x : a) EXPECT_EQ(x.find("--signal"), std::string::npos) << x;
 }
 
 TEST(LaunchSettingsTest, UserProgramRanksGetTheirEnvironmentOnEveryNode) {

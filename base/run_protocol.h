@@ -1,0 +1,111 @@
+// The runner ⇄ orchestrator protocol (docs/protocol.md), declared once: the outcomes a run can end
+// with and their exit codes, the files of an attempt folder, the kinds of metrics lines and the
+// metric names more than one folder reads. The runner, the orchestrator, results and analysis use
+// these names; the Python client's copy (clients/python/batchlab/protocol.py) is checked against
+// this header by a test (tests/clients/protocol_parity_test.py).
+//
+//   protocol::ExitCodeFor(protocol::Outcome::kPreempted);      // 7
+//   protocol::OutcomeForExitCode(3);                          // Outcome::kTargetReached
+//   dir + "/" + protocol::kMetricsFile;                        // "metrics.jsonl"
+//
+// Header only, no dependencies: every layer (and the runner, with LibTorch) includes it.
+#ifndef BATCHLAB_BASE_RUN_PROTOCOL_H_
+#define BATCHLAB_BASE_RUN_PROTOCOL_H_
+
+#include <optional>
+#include <string_view>
+
+namespace batchlab::protocol {
+
+// 2: checkpoints, the `preempted` outcome (exit 7), `resume` lines and resume.json.
+inline constexpr int kVersion = 2;
+
+// How a run (or an attempt, for kPreempted) ended on its own terms.
+enum class Outcome {
+  kCompleted,        // budget used up, no target was set
+  kTargetReached,    // the target was met
+  kDiverged,         // loss NaN/Inf or above divergence_factor × the first loss
+  kBudgetExhausted,  // a target was set and the budget ran out first
+  kPruned,           // the orchestrator asked it to stop (stop or prune_at file)
+  kPreempted,        // a signal (Slurm limit, preemption, SIGTERM): checkpointed, not finished
+};
+
+struct OutcomeEntry {
+  Outcome outcome;
+  std::string_view name;
+  int exit_code;
+  bool final;  // the run is finished (never re-run); false: a new attempt resumes it
+};
+
+inline constexpr OutcomeEntry kOutcomes[] = {
+    {Outcome::kCompleted, "completed", 0, true},
+    {Outcome::kTargetReached, "target_reached", 3, true},
+    {Outcome::kDiverged, "diverged", 4, true},
+    {Outcome::kBudgetExhausted, "budget_exhausted", 5, true},
+    {Outcome::kPruned, "pruned", 6, true},
+    {Outcome::kPreempted, "preempted", 7, false},
+};
+
+// Exit codes that are not outcomes.
+inline constexpr int kExitFailed = 1;     // anything else: retried
+inline constexpr int kExitBadConfig = 2;  // invalid config or missing data: never retried
+
+constexpr const OutcomeEntry& EntryOf(Outcome outcome) {
+  for (const OutcomeEntry& e : kOutcomes) {
+    if (e.outcome == outcome) return e;
+  }
+  return kOutcomes[0];
+}
+constexpr std::string_view OutcomeName(Outcome outcome) { return EntryOf(outcome).name; }
+constexpr int ExitCodeFor(Outcome outcome) { return EntryOf(outcome).exit_code; }
+constexpr std::optional<Outcome> OutcomeForExitCode(int code) {
+  for (const OutcomeEntry& e : kOutcomes) {
+    if (e.exit_code == code) return e.outcome;
+  }
+  return std::nullopt;
+}
+constexpr std::optional<Outcome> ParseOutcome(std::string_view name) {
+  for (const OutcomeEntry& e : kOutcomes) {
+    if (e.name == name) return e.outcome;
+  }
+  return std::nullopt;
+}
+
+// The attempt folder (`<runs-dir>/<sweep>/<run-id>/attempt-<n>-<database id>/`).
+inline constexpr const char* kConfigFile = "config.json";     // the resolved config
+inline constexpr const char* kMetricsFile = "metrics.jsonl";  // rank 0's lines
+inline constexpr const char* kStderrFile = "stderr.log";
+inline constexpr const char* kStdoutFile = "stdout.log";
+inline constexpr const char* kStopFile = "stop";         // orchestrator: end after this step
+inline constexpr const char* kPruneAtFile = "prune_at";  // orchestrator: the self-stop bound
+inline constexpr const char* kPreemptFile = "preempt";   // checkpoint at the next step and exit 7
+inline constexpr const char* kResumeFile = "resume.json";  // earlier attempts' folders, newest first
+inline constexpr const char* kCheckpointDir = "checkpoints";  // step-<8 digits>.rank-<r>.ckpt
+
+// Kinds of metrics lines.
+inline constexpr const char* kLineStart = "start";
+inline constexpr const char* kLineStep = "step";
+inline constexpr const char* kLineEval = "eval";
+inline constexpr const char* kLineEnd = "end";
+inline constexpr const char* kLineResume = "resume";          // first line of a resumed attempt
+inline constexpr const char* kLineCheckpoint = "checkpoint";  // a checkpoint was written
+
+// Metric names read outside the program that writes them.
+inline constexpr const char* kMetricLoss = "loss";
+inline constexpr const char* kMetricTestLoss = "test_loss";
+inline constexpr const char* kMetricTestAccuracy = "test_accuracy";
+inline constexpr const char* kMetricStepSeconds = "step_seconds";
+inline constexpr const char* kMetricCommSeconds = "comm_seconds";
+inline constexpr const char* kMetricGnsSqSmall = "gns_sq_small";
+inline constexpr const char* kMetricGnsSqBig = "gns_sq_big";
+inline constexpr const char* kMetricGnsBSmall = "gns_b_small";
+inline constexpr const char* kMetricGnsBBig = "gns_b_big";
+
+// The signals a run answers by checkpointing and exiting kPreempted (SIGUSR2: Slurm's
+// `--signal=B:USR2@N`, forwarded by mpirun; not SIGUSR1, which NCCL uses; SIGTERM: Slurm's
+// cancel, preemption and time limit, and the orchestrator's stop).
+inline constexpr int kPreemptSignals[] = {12 /* SIGUSR2 */, 15 /* SIGTERM */};
+
+}  // namespace batchlab::protocol
+
+#endif  // BATCHLAB_BASE_RUN_PROTOCOL_H_

@@ -1,0 +1,219 @@
+// Checkpoint files (see checkpoint_file.h).
+#include "runner/checkpoint_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/core.h>
+
+namespace batchlab::runner {
+namespace {
+
+constexpr char kMagic[8] = {'B', 'L', 'C', 'K', 'P', 'T', '\0', '\1'};
+
+struct DtypeName {
+  torch::ScalarType type;
+  const char* name;
+};
+constexpr DtypeName kDtypes[] = {
+    {torch::kFloat32, "f32"}, {torch::kFloat64, "f64"}, {torch::kInt64, "i64"},
+    {torch::kUInt8, "u8"},    {torch::kBFloat16, "bf16"}, {torch::kInt32, "i32"},
+};
+
+const char* NameOf(torch::ScalarType t) {
+  for (const DtypeName& d : kDtypes) {
+    if (d.type == t) return d.name;
+  }
+  throw std::runtime_error(fmt::format("checkpoint: cannot store tensors of type {}",
+                                       c10::toString(t)));
+}
+
+std::optional<torch::ScalarType> TypeOf(const std::string& name) {
+  for (const DtypeName& d : kDtypes) {
+    if (name == d.name) return d.type;
+  }
+  return std::nullopt;
+}
+
+void PutU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t GetU64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+// Writes all of `data` to `fd`, retrying short writes; false (errno set) on error.
+bool WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+uint64_t Fnv1a64(const void* data, size_t size, uint64_t hash) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= p[i];
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+const torch::Tensor& CheckpointFile::Tensor(const std::string& name) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) throw CheckpointRejected("it holds no tensor \"" + name + "\"");
+  return it->second;
+}
+
+std::string CheckpointFileName(int64_t step, int rank) {
+  return fmt::format("step-{:08d}.rank-{}.ckpt", step, rank);
+}
+
+int64_t CheckpointStepOf(const std::string& name) {
+  constexpr std::string_view prefix = "step-", suffix = ".rank-0.ckpt";
+  if (name.size() != prefix.size() + 8 + suffix.size() || name.rfind(prefix, 0) != 0 ||
+      name.compare(prefix.size() + 8, suffix.size(), suffix) != 0) {
+    return -1;
+  }
+  int64_t step = 0;
+  for (size_t i = prefix.size(); i < prefix.size() + 8; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+int64_t WriteCheckpointFile(const std::string& path, nlohmann::json header,
+                            const NamedTensors& tensors) {
+  std::vector<torch::Tensor> data;
+  data.reserve(tensors.size());
+  nlohmann::json list = nlohmann::json::array();
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
+    const uint64_t bytes = t.numel() * t.element_size();
+    list.push_back({{"name", name},
+                    {"dtype", NameOf(t.scalar_type())},
+                    {"shape", t.sizes().vec()},
+                    {"offset", offset},
+                    {"bytes", bytes}});
+    offset += bytes;
+    data.push_back(std::move(t));
+  }
+  header["format"] = kCheckpointFormat;
+  header["tensors"] = std::move(list);
+  const std::string text = header.dump();
+  std::string head(kMagic, sizeof(kMagic));
+  PutU64(head, text.size());
+  head += text;
+
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw std::runtime_error(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+  }
+  uint64_t hash = Fnv1a64(head.data(), head.size());
+  bool ok = WriteAll(fd, head.data(), head.size());
+  for (size_t i = 0; ok && i < data.size(); ++i) {
+    const auto* p = static_cast<const char*>(data[i].data_ptr());
+    const size_t n = data[i].numel() * data[i].element_size();
+    hash = Fnv1a64(p, n, hash);
+    ok = WriteAll(fd, p, n);
+  }
+  std::string tail;
+  PutU64(tail, hash);
+  ok = ok && WriteAll(fd, tail.data(), tail.size()) && ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = ok ? errno : saved;
+    std::remove(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY); dfd >= 0) {
+    ::fsync(dfd);  // the rename itself survives a crash
+    ::close(dfd);
+  }
+  return static_cast<int64_t>(head.size() + offset + tail.size());
+}
+
+CheckpointFile ReadCheckpointFile(const std::string& path, const std::string& run_id,
+                                  const std::string& config_hash) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointRejected("unreadable: " + std::string(std::strerror(errno)));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < sizeof(kMagic) + 16) {
+    throw CheckpointRejected(fmt::format("truncated ({} bytes)", bytes.size()));
+  }
+  if (bytes.compare(0, sizeof(kMagic), std::string(kMagic, sizeof(kMagic))) != 0) {
+    throw CheckpointRejected("not a batchlab checkpoint (bad magic)");
+  }
+  const uint64_t header_size = GetU64(bytes.data() + 8);
+  if (header_size > bytes.size() - 24) {
+    throw CheckpointRejected(fmt::format("truncated (header of {} bytes in a file of {})",
+                                         header_size, bytes.size()));
+  }
+  nlohmann::json header = nlohmann::json::parse(bytes.begin() + 16,
+                                                bytes.begin() + 16 + static_cast<int64_t>(header_size),
+                                                nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object()) throw CheckpointRejected("corrupt (the header is not JSON)");
+  const int format = header.value("format", 0);
+  if (format > kCheckpointFormat) {
+    throw CheckpointRejected(fmt::format(
+        "format {} is newer than this runner's {}; resume with a newer batchlab", format,
+        kCheckpointFormat));
+  }
+  if (header.value("run_id", std::string()) != run_id) {
+    throw CheckpointRejected(fmt::format("it belongs to run \"{}\", not \"{}\"",
+                                         header.value("run_id", std::string()), run_id));
+  }
+  if (header.value("config_hash", std::string()) != config_hash) {
+    throw CheckpointRejected(fmt::format("its config hash {} differs from this run's {}",
+                                         header.value("config_hash", std::string()),
+                                         config_hash));
+  }
+  const size_t body = bytes.size() - 8;
+  if (Fnv1a64(bytes.data(), body) != GetU64(bytes.data() + body)) {
+    throw CheckpointRejected("corrupt (checksum mismatch)");
+  }
+  CheckpointFile file;
+  const size_t data_start = 16 + header_size;
+  const auto list = header.find("tensors");
+  if (list == header.end() || !list->is_array()) throw CheckpointRejected("corrupt (no tensors)");
+  for (const auto& t : *list) {
+    const std::optional<torch::ScalarType> type = TypeOf(t.value("dtype", std::string()));
+    const uint64_t offset = t.value("offset", uint64_t{0}), size = t.value("bytes", uint64_t{0});
+    if (!type || offset + size > body - data_start) {
+      throw CheckpointRejected("corrupt (a tensor outside the file)");
+    }
+    const std::vector<int64_t> shape = t.value("shape", std::vector<int64_t>{});
+    torch::Tensor v = torch::empty(shape, torch::TensorOptions().dtype(*type));
+    if (static_cast<uint64_t>(v.numel() * v.element_size()) != size) {
+      throw CheckpointRejected("corrupt (a tensor's size disagrees with its shape)");
+    }
+    std::memcpy(v.data_ptr(), bytes.data() + data_start + offset, size);
+    file.tensors.emplace(t.value("name", std::string()), std::move(v));
+  }
+  header.erase("tensors");
+  file.header = std::move(header);
+  return file;
+}
+
+}  // namespace batchlab::runner
