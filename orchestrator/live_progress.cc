@@ -72,6 +72,7 @@ LiveProgress ComputeLiveProgress(results::SweepSnapshot snap, double now) {
     if (r.started_at) {
       const double end = r.ended_at && r.state != "running" ? *r.ended_at : now;
       l.elapsed_seconds = std::max(0.0, end - *r.started_at);
+      if (r.checkpoint_time) l.checkpoint_age_seconds = std::max(0.0, now - *r.checkpoint_time);
     }
     if (r.state == "running") {
       ++running;
@@ -128,6 +129,10 @@ std::string FormatLiveProgress(const LiveProgress& live, bool all_runs) {
   if (shown.empty()) return out;
   // Through the CLI's one table writer (results/table_writer.h): aligned, numbers right.
   std::vector<std::vector<std::string>> rows;
+  // The last checkpoint's step and age, when any shown run has one (docs/protocol.md).
+  const bool checkpoints = std::any_of(shown.begin(), shown.end(), [](const RunLive* l) {
+    return l->run.checkpoint_step.has_value();
+  });
   for (const RunLive* l : shown) {
     const results::RunSnapshot& r = l->run;
     std::string step;
@@ -139,10 +144,18 @@ std::string FormatLiveProgress(const LiveProgress& live, bool all_runs) {
                     r.last_eval ? EvalText(*r.last_eval) : "",
                     r.started_at ? FormatDuration(l->elapsed_seconds) : "",
                     l->eta_seconds ? FormatDuration(*l->eta_seconds) : "", r.params});
+    if (checkpoints) {
+      rows.back().insert(rows.back().end() - 1,
+                         r.checkpoint_step && l->checkpoint_age_seconds
+                             ? fmt::format("{} ({} ago)", *r.checkpoint_step,
+                                           FormatDuration(*l->checkpoint_age_seconds))
+                             : "");
+    }
   }
-  return out + results::FormatRows(
-                   {"run", "state", "step", "loss", "last eval", "elapsed", "ETA", "params"}, rows,
-                   results::OutputFormat::kTable);
+  std::vector<std::string> header = {"run",     "state", "step", "loss", "last eval",
+                                     "elapsed", "ETA",   "params"};
+  if (checkpoints) header.insert(header.end() - 1, "checkpoint");
+  return out + results::FormatRows(header, rows, results::OutputFormat::kTable);
 }
 
 json LiveProgressJson(const LiveProgress& live) {
@@ -162,7 +175,13 @@ json LiveProgressJson(const LiveProgress& live) {
               {"loss", r.loss && std::isfinite(*r.loss) ? json(*r.loss) : json(nullptr)},
               {"elapsed_seconds", r.started_at ? json(l.elapsed_seconds) : json(nullptr)},
               {"eta_seconds", l.eta_seconds ? json(*l.eta_seconds) : json(nullptr)},
-              {"last_eval", nullptr}};
+              {"last_eval", nullptr},
+              {"checkpoint", r.checkpoint_step
+                                 ? json{{"step", *r.checkpoint_step},
+                                        {"age_seconds", l.checkpoint_age_seconds
+                                                            ? json(*l.checkpoint_age_seconds)
+                                                            : json(nullptr)}}
+                                 : json(nullptr)}};
     if (r.last_eval) {
       json values = json::object();
       for (const auto& [k, v] : r.last_eval->values) {

@@ -33,6 +33,7 @@ struct RunLive {
   std::optional<int64_t> total_steps;  // from the budget; unset for a seconds-only budget
   double elapsed_seconds = 0;          // since it started (to its end, if it ended); >= 0
   std::optional<double> eta_seconds;   // running runs with a step logged
+  std::optional<double> checkpoint_age_seconds;  // since its last checkpoint was written
 };
 
 struct LiveProgress {

@@ -70,6 +70,14 @@ constexpr const char* kEventsSql =
     "SELECT e.time AS event_at, e.attempt, e.kind, e.from_state, e.to_state, e.message "
     "FROM events e JOIN runs r ON r.run_key = e.run_key WHERE r.id = ? ORDER BY e.id";
 
+// The checkpoints the run's lines record (the current attempt's, with the history it resumed
+// from; `keep` may have removed the older files since).
+constexpr const char* kCheckpointsSql =
+    "SELECT step, max(CASE WHEN name = 'checkpoint_bytes' THEN value END) AS bytes, "
+    "max(CASE WHEN name = 'checkpoint_seconds' THEN value END) AS write_seconds "
+    "FROM run_metrics WHERE run_id = ? AND name IN ('checkpoint_bytes', 'checkpoint_seconds') "
+    "GROUP BY seq ORDER BY seq";
+
 // The rows of `sql` (one parameter: the run id) through the one table writer.
 StatusOr<int64_t> WriteQuery(Database& db, const char* sql, const std::string& run_id,
                              OutputFormat format, std::FILE* out) {
@@ -115,6 +123,7 @@ Status WriteRunDetails(Database& db, const std::string& run_id_or_prefix, std::F
     j["run"] = summary.empty() ? nlohmann::json(nullptr) : summary.front();
     BATCHLAB_ASSIGN_OR_RETURN(j["metrics"], QueryJson(db, kMetricsSql, run_id));
     BATCHLAB_ASSIGN_OR_RETURN(j["events"], QueryJson(db, kEventsSql, run_id));
+    BATCHLAB_ASSIGN_OR_RETURN(j["checkpoints"], QueryJson(db, kCheckpointsSql, run_id));
     BATCHLAB_ASSIGN_OR_RETURN(nlohmann::json config,
                               QueryJson(db, "SELECT config_json FROM runs WHERE id = ?", run_id));
     j["config"] = config.empty() ? nlohmann::json(nullptr)
@@ -126,6 +135,9 @@ Status WriteRunDetails(Database& db, const std::string& run_id_or_prefix, std::F
   BATCHLAB_RETURN_IF_ERROR(WriteSummary(db, run_id, out));
   fmt::print(out, "\nmetrics (current attempt)\n");
   BATCHLAB_RETURN_IF_ERROR(WriteQuery(db, kMetricsSql, run_id, OutputFormat::kTable, out).status());
+  fmt::print(out, "\ncheckpoints (resumes are events below)\n");
+  BATCHLAB_RETURN_IF_ERROR(
+      WriteQuery(db, kCheckpointsSql, run_id, OutputFormat::kTable, out).status());
   fmt::print(out, "\nevents\n");
   BATCHLAB_RETURN_IF_ERROR(WriteQuery(db, kEventsSql, run_id, OutputFormat::kTable, out).status());
   return WriteConfig(db, run_id, out);

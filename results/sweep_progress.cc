@@ -47,6 +47,13 @@ Status FillMetrics(Queries& q, int64_t run_key, RunSnapshot& r) {
     r.loss = q.last_named.ColumnOptionalDouble(1);
   }
   BATCHLAB_RETURN_IF_ERROR(q.last_named.Reset());
+  q.last_named.BindInt(1, run_key).BindInt(2, r.attempt).BindText(3, "checkpoint_time");
+  BATCHLAB_ASSIGN_OR_RETURN(row, q.last_named.Step());
+  if (row) {
+    r.checkpoint_step = q.last_named.ColumnOptionalInt(0);
+    r.checkpoint_time = q.last_named.ColumnOptionalDouble(1);
+  }
+  BATCHLAB_RETURN_IF_ERROR(q.last_named.Reset());
   q.last_eval.BindInt(1, run_key).BindInt(2, r.attempt);
   BATCHLAB_ASSIGN_OR_RETURN(row, q.last_eval.Step());
   if (row) {

@@ -41,6 +41,8 @@ struct RunSnapshot {
   std::optional<int64_t> step;                 // the last step logged by the current attempt
   std::optional<double> loss;                  // the last `loss` logged
   std::optional<EvalSnapshot> last_eval;
+  std::optional<int64_t> checkpoint_step;  // the last checkpoint's step (docs/protocol.md)
+  std::optional<double> checkpoint_time;   // and when it was written (unix seconds)
 };
 
 struct SweepSnapshot {

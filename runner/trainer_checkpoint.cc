@@ -283,7 +283,8 @@ void Trainer::SaveCheckpoint() {
     nlohmann::ordered_json line = {{"kind", protocol::kLineCheckpoint},
                                    {"step", step_},
                                    {"checkpoint_seconds", SecondsBetween(t0, Clock::now())},
-                                   {"checkpoint_bytes", bytes}};
+                                   {"checkpoint_bytes", bytes},
+                                   {"checkpoint_time", UnixTime()}};
     if (!failed.empty()) line["error"] = failed;
     metrics_->Write(line);
   }
