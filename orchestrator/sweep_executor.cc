@@ -519,7 +519,7 @@ class Execution {
                                                : std::string("ended without an exit code"),
                             a.end_outcome);
     } else if (st.exit_code == protocol::ExitCodeFor(protocol::Outcome::kPreempted) && !stopping &&
-               a.prune_sent == 0) {
+               a.prune_sent == 0 && !a.timed_out) {
       // A Slurm limit, a preemption or a SIGTERM: it checkpointed and left. Not a failure: it
       // goes on in a new attempt at once (from that checkpoint), without using a retry.
       message = "preempted: checkpointed and exited 7; a new attempt resumes it";

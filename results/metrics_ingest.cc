@@ -50,6 +50,15 @@ std::optional<int64_t> IntFact(const json& j, const char* key) {
   return static_cast<int64_t>(std::llround(*v));
 }
 
+// "('completed', 'target_reached', ...)": the protocol's final outcomes, as an SQL list.
+std::string FinalOutcomesSql() {
+  std::string out;
+  for (const protocol::OutcomeEntry& e : protocol::kOutcomes) {
+    if (e.final) out += fmt::format("{}'{}'", out.empty() ? "(" : ", ", e.name);
+  }
+  return out + ")";
+}
+
 std::string_view Excerpt(std::string_view line) {
   return line.size() > 120 ? line.substr(0, 120) : line;
 }
@@ -71,8 +80,8 @@ Status MetricsIngester::PrepareStatements() {
                   "last_seq, saw_end, anomalies) VALUES(?, ?, ?, ?, ?, ?, ?)"));
   BATCHLAB_ASSIGN_OR_RETURN(
       select_outcome_,
-      db_.Prepare("SELECT outcome FROM runs WHERE run_key = ? AND attempt = ? AND outcome IN "
-                  "('completed', 'target_reached', 'diverged', 'budget_exhausted', 'pruned')"));
+      db_.Prepare("SELECT outcome FROM runs WHERE run_key = ? AND attempt = ? AND outcome IN " +
+                  FinalOutcomesSql()));
   BATCHLAB_ASSIGN_OR_RETURN(insert_event_,
                             db_.Prepare("INSERT INTO events(run_key, attempt, time, kind, message) "
                                         "VALUES(?, ?, ?, ?, ?)"));

@@ -12,6 +12,7 @@
 #include "results/database.h"
 #include "results/metrics_ingest.h"
 #include "results/schema.h"
+#include "base/run_protocol.h"
 #include "results/writer_lock.h"
 
 namespace batchlab::results {
@@ -19,17 +20,19 @@ namespace {
 
 using nlohmann::json;
 
+// The finished states are the protocol's final outcomes, by the same names (base/run_protocol.h).
+constexpr const char* Named(protocol::Outcome o) { return protocol::EntryOf(o).name.data(); }
 constexpr std::array<std::pair<RunState, const char*>, 10> kStateNames = {{
     {RunState::kPending, "pending"},
     {RunState::kRunning, "running"},
-    {RunState::kCompleted, "completed"},
-    {RunState::kTargetReached, "target_reached"},
-    {RunState::kDiverged, "diverged"},
-    {RunState::kBudgetExhausted, "budget_exhausted"},
+    {RunState::kCompleted, Named(protocol::Outcome::kCompleted)},
+    {RunState::kTargetReached, Named(protocol::Outcome::kTargetReached)},
+    {RunState::kDiverged, Named(protocol::Outcome::kDiverged)},
+    {RunState::kBudgetExhausted, Named(protocol::Outcome::kBudgetExhausted)},
     {RunState::kFailed, "failed"},
     {RunState::kTimedOut, "timed_out"},
     {RunState::kCancelled, "cancelled"},
-    {RunState::kPruned, "pruned"},
+    {RunState::kPruned, Named(protocol::Outcome::kPruned)},
 }};
 
 double NowSeconds() {

@@ -21,6 +21,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/core.h>
 
+#include "runner/lamb.h"
+#include "runner/lars.h"
 #include "runner/optimizer_factory.h"
 #include "runner/optimizer_state_key.h"
 #include "runner/preempt_signal.h"

@@ -315,6 +315,69 @@ TEST_F(SlurmTest, AResumedSweepCancelsTheWorkerJobAKilledOrchestratorLeftBehind)
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'completed' AND attempt = 2"), 1);
 }
 
+TEST_F(SlurmTest, ARunChainsThroughAllocationsOnTheTimeLimitSignalWithTheSameLosses) {
+  // The signal Slurm sends before a time limit (--signal=B:USR2@N: SIGUSR2 to the batch shell,
+  // which is mpirun) is sent to the running job three times, as three time limits would: each
+  // time the run checkpoints and exits 7, and the orchestrator submits a new allocation that
+  // resumes it. The run ends with the losses of the same run trained without interruption.
+  // A 40 ms straggler sleep per step (timing only) makes each allocation last a few seconds.
+  std::string spec = WriteSpec(R"({"name": "slurm-chain", "base": {"batch_size": 64,
+      "data": {"name": "fashion-mnist", "samples": 2000, "test_samples": 500},
+      "model": {"name": "mlp", "hidden": [32]}, "optimizer": {"name": "adam"},
+      "lr": {"base": 0.003}, "budget": {"steps": 120}, "eval": {"every_steps": 25},
+      "comm": {"straggler": {"rank": 0, "delay_ms": 40}},
+      "checkpoint": {"every_steps": 10, "every_seconds": 0}, "threads": 1},
+      "resources": {"retries": 0}, "slurm": {"time_limit_minutes": 5, "signal_seconds": 60}})");
+  ASSERT_EQ(Cli({"--db", dir_.path() + "/reference.db", "sweep", "run", spec, "--runs-dir",
+                 dir_.path() + "/runs-reference", "--runner", REAL_RUNNER, "--slots", "1"}),
+            0)
+      << Err();
+  bp::child c(BATCHLAB_BIN, bp::args(std::vector<std::string>{
+                                "--db", dir_.path() + "/chain.db", "sweep", "run", spec,
+                                "--backend", "slurm", "--runs-dir", dir_.path() + "/runs-chain",
+                                "--runner", REAL_RUNNER, "--slots", "1"}),
+              bp::std_out > bp::null, bp::std_err > dir_.path() + "/err.txt",
+              bp::std_in < bp::null);
+  std::set<std::string> signalled;  // one signal per attempt folder
+  for (int i = 0; i < 900 && signalled.size() < 3 && c.running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& launch : Launches("chain")) {
+      const std::string dir = launch.value("attempt_dir", std::string());
+      std::ifstream in(dir + "/metrics.jsonl");
+      std::stringstream lines;
+      lines << in.rdbuf();
+      // Well into training in this allocation: past its first checkpoint.
+      if (signalled.count(dir) || lines.str().find("\"kind\":\"checkpoint\"") == std::string::npos ||
+          lines.str().find("\"kind\":\"end\"") != std::string::npos) {
+        continue;
+      }
+      const std::string job = launch.value("job_id", std::string());
+      ASSERT_TRUE(RunCapturedCommand({"scancel", "--batch", "--signal=USR2", job}).ok());
+      signalled.insert(dir);
+    }
+  }
+  c.wait();
+  ASSERT_EQ(c.exit_code(), 0) << Err();
+  EXPECT_EQ(signalled.size(), 3u);
+  auto chain = results::OpenReadOnly(dir_.path() + "/chain.db");
+  ASSERT_TRUE(chain.ok());
+  auto count = [&](const std::string& sql) {
+    auto v = (*chain)->QueryInt(sql);
+    return v.ok() ? *v : -1;
+  };
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE state = 'completed' AND attempt = 4"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM events WHERE kind = 'preempted'"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM events WHERE kind = 'resume' AND message LIKE "
+                  "'resumed from the checkpoint at step %'"),
+            3);
+  // One continuous run of 120 steps, each once, with the uninterrupted run's losses.
+  EXPECT_EQ(count("SELECT count(*) FROM run_metrics WHERE name = 'loss'"), 120);
+  EXPECT_EQ(count("SELECT count(DISTINCT step) FROM run_metrics WHERE name = 'loss'"), 120);
+  const auto reference = ::batchlab::testing::StoredLosses(dir_.path() + "/reference.db");
+  ASSERT_EQ(reference.size(), 120u);
+  EXPECT_EQ(Losses("chain"), reference);
+}
+
 TEST_F(SlurmTest, MoreNodesThanThePartitionHasFailsInsteadOfPendingForever) {
   // The test cluster has one node: a 2-node job would pend with PartitionNodeLimit forever.
   std::string spec = WriteSpec(R"({"name": "slurm-nodes", "base": {"mode": "noop", "batch_size": 64,
