@@ -318,6 +318,35 @@ class BadCheckpointTest(CheckpointTestCase):
                                    ("step-00000010.rank-0.ckpt", "a newer format")])
         self.assert_continues(run.lines(2), reference, 5)
 
+    def test_a_file_that_fails_a_check_is_never_unpickled(self):
+        # A payload whose unpickling creates a file: with a wrong checksum or another run's id
+        # it is rejected before pickle sees it; with every check passing it is unpickled (and
+        # runs: the trust docs/security.md states).
+        class Trap:
+            def __reduce__(self):
+                return (open, (marker, "w"))
+        marker = self.path("unpickled")
+        folder = self.path("trap")
+        os.makedirs(folder)
+        path = os.path.join(folder, "step-00000005.rank-0.ckpt")
+        expect = {"run_id": "r1", "config_hash": "h", "step": 5, "rank": 0, "world_size": 1}
+        _, data = checkpoint.serialize({"client": {}, "user": Trap()})
+        header = dict(expect, serializer="pickle")
+        for bad, reason in (({"run_id": "r2"}, "another run's"),
+                            (None, "corrupt (checksum mismatch)")):
+            checkpoint.write_file(path, dict(header, **(bad or {})), data)
+            if bad is None:
+                with open(path, "r+b") as f:
+                    f.seek(-40, 2)
+                    f.write(b"!")
+            with self.assertRaises(checkpoint.Rejected) as rejected:
+                checkpoint.read_file(path, expect)
+            self.assertTrue(str(rejected.exception).startswith(reason), rejected.exception)
+            self.assertFalse(os.path.exists(marker))
+        checkpoint.write_file(path, header, data)
+        checkpoint.read_file(path, expect)
+        self.assertTrue(os.path.exists(marker))
+
     def test_another_config_is_refused_and_nothing_valid_means_step_0(self):
         run = self.interrupted(keep=2)
         self.assertEqual(sorted(os.listdir(os.path.join(run.dirs[0], "checkpoints"))),
