@@ -11,6 +11,7 @@ wrong restore of any of them changes the losses."""
 import json
 import os
 import random
+import re
 import resource
 import signal
 import threading
@@ -210,6 +211,26 @@ class ResumeTest(CheckpointTestCase):
         lines = run.lines(2)
         self.assertEqual(lines[0]["kind"], "start")  # no resume line: nothing was rejected
         self.assertEqual(lines[0]["seq"], 0)
+
+    def test_every_samples_and_every_seconds_set_the_cadence(self):
+        # 8 samples a step; the fake clock makes each step 0.12 s of training (two readings;
+        # no evaluations, which read it too).
+        for section in ({"every_samples": 40, "every_seconds": 0},
+                        {"every_seconds": 0.5}):
+            with self.subTest(**section):
+                run = Attempts(self, {"budget": {"steps": 22}, "eval": {"every_steps": 0},
+                                      "checkpoint": section})
+                train(run.new())
+                steps = [l["step"] for l in run.lines(1) if l["kind"] == "checkpoint"]
+                self.assertEqual(steps, [5, 10, 15, 20])
+
+    def test_a_bad_checkpoint_section_is_a_config_error(self):
+        for section, path in (({"keep": 0}, "checkpoint.keep"),
+                              ({"at_steps": [3, "x"]}, "checkpoint.at_steps[1]"),
+                              ({"every_seconds": -1}, "checkpoint.every_seconds")):
+            with self.subTest(path=path):
+                with self.assertRaisesRegex(batchlab.ConfigError, re.escape(path)):
+                    RunConfig(dict(BASE, checkpoint=section))
 
     def test_resume_after_steps_began_is_refused(self):
         run = load_run(Attempts(self).new())
