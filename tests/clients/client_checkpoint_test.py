@@ -60,7 +60,8 @@ class Attempts:
         with open(os.path.join(folder, protocol.CONFIG_FILE), "w") as f:
             json.dump(cfg, f)
         if self.dirs:
-            earlier = [{"attempt": k + 1, "dir": d} for k, d in reversed(list(enumerate(self.dirs)))]
+            earlier = [{"attempt": k + 1, "dir": d}
+                       for k, d in reversed(list(enumerate(self.dirs)))]
             with open(os.path.join(folder, protocol.RESUME_FILE), "w") as f:
                 json.dump({"attempts": earlier}, f)
         self.dirs.append(folder)
@@ -159,7 +160,8 @@ class ResumeTest(CheckpointTestCase):
         self.assertEqual(lines[1]["kind"], protocol.LINE_START)
         self.assert_continues(lines, reference, 10)
         # Evaluations continue on the same cadence, the end line counts the whole run.
-        self.assertEqual([l["step"] for l in lines if l["kind"] == "eval"], [12, 16, 20, 24, 28, 30])
+        self.assertEqual([l["step"] for l in lines if l["kind"] == "eval"],
+                         [12, 16, 20, 24, 28, 30])
         end = lines[-1]
         self.assertEqual((end["kind"], end["outcome"], end["steps"]), ("end", "completed", 30))
         self.assertEqual(end["final_loss"], reference[-1]["final_loss"])

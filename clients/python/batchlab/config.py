@@ -223,7 +223,8 @@ class RunConfig:
             keep=_int(c, "keep", 2, 1, "checkpoint.keep"),
             at_steps=_int_list(c, "at_steps", "checkpoint.at_steps"))
         self.metrics_path = raw.get("metrics_path", "")
-        self.attempt_dir = None  # the config file's folder (load); None: no stop file, no checkpoints
+        # The config file's folder (load); None: no stop or preempt file, no checkpoints.
+        self.attempt_dir = None
         self.stop_path = None
         params = raw.get("params", {})
         if not isinstance(params, dict):

@@ -445,7 +445,7 @@ class Run:
         if self._resumed is not None:
             return self._resumed[1]
         if self._start_time is not None:
-            raise RuntimeError("batchlab: call run.resume() before run.steps()")
+            raise RuntimeError("batchlab: call run.resume() before run.steps() and run.start()")
         self._resumed = (0, None)
         folder = self.cfg.attempt_dir
         earlier = checkpoint.earlier_attempts(folder) if folder else []
