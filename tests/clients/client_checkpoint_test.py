@@ -341,6 +341,20 @@ class BadCheckpointTest(CheckpointTestCase):
                                    ("step-00000010.rank-0.ckpt", "a newer format")])
         self.assert_continues(run.lines(2), reference, 5)
 
+    def test_a_write_cut_short_leaves_a_tmp_file_that_is_no_candidate(self):
+        # A kill in the middle of the step-25 write leaves only its temporary file (the rename
+        # is the last step): the attempt resumes from 20 and rejects nothing.
+        run = self.interrupted(keep=2)
+        final = self.shard(run, 25)
+        with open(final, "rb") as f:
+            half = f.read()[:3000]
+        os.unlink(final)
+        with open(final + ".tmp", "wb") as f:
+            f.write(half)
+        second, resumed, code = train(run.new())
+        self.assertEqual((resumed, code), (20, 0))
+        self.assertEqual(run.lines(2)[0]["rejected"], [])
+
     def test_a_file_that_fails_a_check_is_never_unpickled(self):
         # A payload whose unpickling creates a file: with a wrong checksum or another run's id
         # it is rejected before pickle sees it; with every check passing it is unpickled (and
