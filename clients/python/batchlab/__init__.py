@@ -19,9 +19,11 @@ import sys
 
 from .config import ConfigError, Launch, RunConfig, config_path
 from .lr import LrSchedule
-from .run import OUTCOME_CODES, Run, fail_config
+from . import protocol
+from .run import OUTCOME_CODES, DataPosition, Run, fail_config
 
-__all__ = ["init", "Run", "RunConfig", "ConfigError", "LrSchedule", "OUTCOME_CODES"]
+__all__ = ["init", "Run", "RunConfig", "ConfigError", "LrSchedule", "OUTCOME_CODES",
+           "DataPosition", "protocol"]
 __version__ = "0.1.0"
 
 
