@@ -77,14 +77,19 @@ def evaluate(model, x, y):
     return (out.argmax(1) == y).float().mean().item(), F.cross_entropy(out, y).item()
 
 
-def batches(n, local_batch, rank, world, seed):
-    """This rank's shard of the training rows, reshuffled every epoch, in local batches."""
+def batches(n, local_batch, rank, world, seed, start=(0, 0)):
+    """This rank's shard of the training rows, reshuffled every epoch, in local batches, from
+    `start` = (epoch, batches already taken in it): the same batches as the uninterrupted run."""
     g = torch.Generator().manual_seed(seed)
     shard = torch.randperm(n, generator=g)[rank::world][:n // world]
+    epoch, skip = start
+    for _ in range(epoch):  # the shuffles of the epochs already trained
+        torch.randperm(len(shard), generator=g)
     while True:
         order = shard[torch.randperm(len(shard), generator=g)]
-        for i in range(0, len(order) - local_batch + 1, local_batch):
+        for i in range(skip * local_batch, len(order) - local_batch + 1, local_batch):
             yield order[i:i + local_batch]
+        skip = 0
 
 
 def parse_args():
@@ -115,8 +120,9 @@ def main():
     torch.manual_seed(args.seed)
     model = DDP(ResNet(run.params.get("width", args.width)))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    run.resumable(model=model, optimizer=opt)  # checkpointed; a new attempt resumes them
     local_batch = run.local_batch_size
-    rows = batches(len(train_x), local_batch, rank, world, args.seed)
+    rows = batches(len(train_x), local_batch, rank, world, args.seed, run.data_position)
     for step in run.steps(len(train_x), opt):  # sets the LR of every step
         idx = next(rows)
         x, y = train_x[idx], train_y[idx]

@@ -2,6 +2,7 @@
 one-rank half-batch gradient-noise fields equal norms computed independently."""
 import json
 import os
+import signal
 import socket
 import subprocess
 import unittest
@@ -24,9 +25,13 @@ def free_port():
 
 @unittest.skipIf(torch is None, "needs python3-torch")
 class TwoRankTest(TempDirTest):
-    def launch(self, config, world=2):
-        path = self.write_config(dict(config, metrics_path=self.path("metrics.jsonl"),
-                                      nodes=world))
+    def launch(self, config, world=2, results=True, folder=None):
+        folder = folder or self.dir
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, "config.json")
+        with open(path, "w") as f:
+            json.dump(dict(config, metrics_path=os.path.join(folder, "metrics.jsonl"),
+                           nodes=world), f)
         port = str(free_port())
         procs = []
         for rank in range(world):
@@ -41,6 +46,8 @@ class TwoRankTest(TempDirTest):
         for p in procs:
             out, err = p.communicate(timeout=120)
             codes.append((p.returncode, err))
+        if not results:
+            return codes, None
         results = []
         for rank in range(world):
             with open(self.path("out") + f".rank{rank}") as f:
@@ -69,6 +76,38 @@ class TwoRankTest(TempDirTest):
                        "accuracy_per_step": [0.02, 0.05], "out": self.path("out")}})
         self.assertEqual([c for c, _ in codes], [3, 3], codes)
         self.assertEqual([r["step"] for r in results], [25, 25])
+
+    def test_a_signal_to_one_rank_preempts_every_rank_after_the_same_step(self):
+        # Rank 1 alone gets SIGUSR2 (then, in a second run, SIGTERM) in step 4: the flag rides
+        # in log_step's mean, so both ranks write their step-4 shard and exit 7; the next
+        # attempt resumes both from it.
+        for signum in (signal.SIGUSR2, signal.SIGTERM):
+            with self.subTest(signal=signum.name):
+                config = {"run_id": f"p-{signum.name}", "batch_size": 8, "budget": {"steps": 9},
+                          "checkpoint": {"every_steps": 0, "every_seconds": 0},
+                          "params": {"mode": "preempt", "signal_at": 4, "signal_rank": 1,
+                                     "signal": int(signum), "out": self.path("out")}}
+                first = self.path(f"{signum.name}-1")
+                codes, _ = self.launch(config, results=False, folder=first)
+                self.assertEqual([c for c, _ in codes], [7, 7], codes)
+                self.assertEqual(sorted(os.listdir(os.path.join(first, "checkpoints"))),
+                                 ["step-00000004.rank-0.ckpt", "step-00000004.rank-1.ckpt"])
+                lines = self.read_lines(os.path.join(first, "metrics.jsonl"))
+                self.assertEqual([(l["kind"], l.get("step")) for l in lines[-2:]],
+                                 [("step", 4), ("checkpoint", 4)])
+                second = self.path(f"{signum.name}-2")
+                os.makedirs(second)
+                with open(os.path.join(second, "resume.json"), "w") as f:
+                    json.dump({"attempts": [{"attempt": 1, "dir": first}]}, f)
+                codes, results = self.launch(dict(config, attempt=2), folder=second)
+                self.assertEqual([c for c, _ in codes], [0, 0], codes)
+                self.assertEqual([r["reference"]["resumed"] for r in results],
+                                 [{"rank": 0, "step": 4}, {"rank": 1, "step": 4}])
+                lines = self.read_lines(os.path.join(second, "metrics.jsonl"))
+                self.assertEqual((lines[0]["kind"], lines[0]["step"]), ("resume", 4))
+                steps = [l for l in lines if l["kind"] == "step"]
+                self.assertEqual([l["step"] for l in steps], [5, 6, 7, 8, 9])
+                self.assertEqual(steps[0]["loss"], 5.5)  # the mean of rank + step over 2 ranks
 
     def test_hook_fields_equal_independent_norms(self):
         codes, results = self.launch({

@@ -8,11 +8,15 @@ environment batchlab gives (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...). `p
   gns        a linear model under DDP on fixed random data through run.backward; each rank also
              computes, without DDP, its local gradient and the full gradient of the global batch
              and writes those squared norms per step, so the test can check the gns_* fields.
+  preempt    checkpoints {"rank": r, "step": s}; in attempt 1, rank params.signal_rank sends
+             itself params.signal (a number) in step params.signal_at; a later attempt resumes
+             and writes the state it got.
 
 Each rank writes {"step": ..., "outcome": ..., "reference": [...]} to params.out + ".rank<r>".
 """
 import json
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -80,11 +84,21 @@ def gns(run, p):
     return {"steps": reference, "max_param_diff": diff}
 
 
+def preempt(run, p):
+    run.on_checkpoint(lambda: {"rank": run.rank, "step": run.step})
+    state = run.resume()
+    for step in run.steps():
+        if step == p["signal_at"] and run.rank == p["signal_rank"] and run.cfg.attempt == 1:
+            os.kill(os.getpid(), p["signal"])
+        run.log_step(torch.tensor(float(run.rank + step)))
+    return {"resumed": state}
+
+
 def main():
     run = batchlab.init()
     dist.init_process_group("gloo")
     p = run.params
-    reference = decisions(run, p) if p["mode"] == "decisions" else gns(run, p)
+    reference = {"decisions": decisions, "gns": gns, "preempt": preempt}[p["mode"]](run, p)
     with open(f"{p['out']}.rank{run.rank}", "w") as f:
         json.dump({"step": run.step, "outcome": run.outcome, "reference": reference}, f)
     run.finish()

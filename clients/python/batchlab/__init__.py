@@ -6,6 +6,10 @@
     for step in run.steps(train_samples=N, optimizer=opt): ...; run.log_step(loss)
     run.finish()                   # the end line and the protocol's exit code
 
+Checkpoints (a new attempt goes on from the last one; SIGUSR2/SIGTERM/the preempt file:
+checkpoint and exit 7): run.resumable(model=model, optimizer=opt), or run.on_checkpoint(fn) and
+state = run.resume(); start the data at run.data_position.
+
 Standard library only; the PyTorch helpers (Run.backward, Run.watch, batchlab.ddp) import torch
 when used. Guide: docs/byo-program.md.
 """
@@ -15,9 +19,11 @@ import sys
 
 from .config import ConfigError, Launch, RunConfig, config_path
 from .lr import LrSchedule
-from .run import OUTCOME_CODES, Run, fail_config
+from . import protocol
+from .run import OUTCOME_CODES, DataPosition, Run, fail_config
 
-__all__ = ["init", "Run", "RunConfig", "ConfigError", "LrSchedule", "OUTCOME_CODES"]
+__all__ = ["init", "Run", "RunConfig", "ConfigError", "LrSchedule", "OUTCOME_CODES",
+           "DataPosition", "protocol"]
 __version__ = "0.1.0"
 
 

@@ -13,6 +13,8 @@ import json
 import os
 import math
 
+from . import protocol
+
 CONFIG_ENV = "BATCHLAB_CONFIG"
 
 TARGET_METRICS = ("test_accuracy", "test_loss", "loss")
@@ -111,6 +113,15 @@ def _num(obj, key, default, path, minimum=None, exclusive=False):
     return float(v)
 
 
+def _int_list(obj, key, path):
+    v = obj.get(key, [])
+    if not isinstance(v, list):
+        raise ConfigError(f"{path}: {json.dumps(v)} must be a list of steps, e.g. [100, 200]")
+    for i, item in enumerate(v):
+        _int({key: item}, key, None, 1, f"{path}[{i}]")
+    return v
+
+
 def _obj(config, key, path=None):
     v = config.get(key)
     if v is None:
@@ -204,7 +215,17 @@ class RunConfig:
         self.gns_every_steps = _int(_obj(raw, "gns"), "every_steps", 1, 0, "gns.every_steps")
         self.divergence_factor = _num(raw, "divergence_factor", 10, "divergence_factor", 1, True)
         self.threads = _int(raw, "threads", 1, 1, "threads")
+        c = _obj(raw, "checkpoint")
+        self.checkpoint = Checkpointing(
+            every_steps=_int(c, "every_steps", 0, 0, "checkpoint.every_steps"),
+            every_samples=_int(c, "every_samples", 0, 0, "checkpoint.every_samples"),
+            every_seconds=_num(c, "every_seconds", 60.0, "checkpoint.every_seconds", 0),
+            keep=_int(c, "keep", 2, 1, "checkpoint.keep"),
+            at_steps=_int_list(c, "at_steps", "checkpoint.at_steps"))
         self.metrics_path = raw.get("metrics_path", "")
+        # The config file's folder (load); None: no stop or preempt file, no checkpoints.
+        self.attempt_dir = None
+        self.stop_path = None
         params = raw.get("params", {})
         if not isinstance(params, dict):
             raise ConfigError(f"params: must be a JSON object, got {json.dumps(params)}")
@@ -223,9 +244,23 @@ class RunConfig:
         except ValueError as e:
             raise ConfigError(f'--config: "{path}" is not valid JSON: {e}') from None
         cfg = cls(raw, launch)
-        # The orchestrator's stop file (docs/protocol.md): `stop` beside the config file.
-        cfg.stop_path = os.path.join(os.path.dirname(os.path.abspath(path)), "stop")
+        # The attempt folder (docs/protocol.md): the orchestrator's stop, prune_at and preempt
+        # files, resume.json and checkpoints/ live beside the config file.
+        cfg.attempt_dir = os.path.dirname(os.path.abspath(path))
+        cfg.stop_path = os.path.join(cfg.attempt_dir, protocol.STOP_FILE)
         return cfg
+
+
+class Checkpointing:
+    """`checkpoint` (docs/protocol.md, Checkpoints): after any step where every_steps,
+    every_samples or every_seconds (of training; default 60) passed since the last checkpoint,
+    and at every step of at_steps; the newest `keep` per rank are kept, and at_steps for good.
+    0 turns an interval off."""
+
+    def __init__(self, every_steps=0, every_samples=0, every_seconds=60.0, keep=2, at_steps=()):
+        self.every_steps, self.every_samples = every_steps, every_samples
+        self.every_seconds, self.keep = every_seconds, keep
+        self.at_steps = frozenset(at_steps)
 
 
 class Target:

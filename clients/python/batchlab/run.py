@@ -9,32 +9,50 @@ exit code (docs/byo-program.md, docs/protocol.md).
             run.log_eval(test_accuracy=acc, test_loss=test_loss)   # target decision
     run.finish()                            # `end` line, exit 0/3/4/5 (6: pruned)
 
+Checkpoints (docs/byo-program.md, "Checkpoints and preemption"): register the state to save, and
+resume it on a new attempt before the loop; the client saves at the config's `checkpoint`
+cadence and when preempted (SIGUSR2, SIGTERM or the `preempt` file: checkpoint, exit 7):
+
+    run.on_checkpoint(lambda: {"model": model.state_dict(), "opt": opt.state_dict()})
+    state = run.resume()                    # None on a fresh start
+    if state: model.load_state_dict(state["model"]); opt.load_state_dict(state["opt"])
+    epoch, index = run.data_position        # where this rank's data continues
+    # or, for objects with state_dict()/load_state_dict(): run.resumable(model=model, opt=opt)
+
 Every decision uses values all ranks share (shared.py), so every rank leaves the loop after the
 same step. Only rank 0 writes the metrics file. A program that raises leaves no `end` line, so
 batchlab records the attempt as failed.
 """
 
 import atexit
+import collections
 import json
 import math
 import numbers
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 
-from . import shared
+from . import checkpoint, protocol, shared
 from .config import ConfigError
 from .lr import LrSchedule, steps_per_epoch, total_steps
 from .metrics import MetricsWriter
 
-OUTCOME_CODES = {"completed": 0, "target_reached": 3, "diverged": 4, "budget_exhausted": 5,
-                 "pruned": 6}
-STOP_CHECK_SECONDS = 0.1  # rank 0 looks for the orchestrator's stop file at most this often
+OUTCOME_CODES = dict(protocol.OUTCOME_CODES)
+STOP_CHECK_SECONDS = 0.1  # rank 0 looks for the stop and preempt files at most this often
 
+P = protocol
+_RESERVED = frozenset(("seq", "kind", "step", "samples", "epoch", P.METRIC_LOSS, "lr", "seconds",
+                       P.METRIC_STEP_SECONDS, P.METRIC_GNS_B_SMALL, P.METRIC_GNS_B_BIG,
+                       P.METRIC_GNS_SQ_SMALL, P.METRIC_GNS_SQ_BIG))
 
-_RESERVED = frozenset(("seq", "kind", "step", "samples", "epoch", "loss", "lr", "seconds",
-                       "step_seconds", "gns_b_small", "gns_b_big", "gns_sq_small", "gns_sq_big"))
+# Where this rank's data continues: `index` batches of epoch `epoch` are trained (steps_per_epoch
+# batches per epoch; 0 when the program did not tell the client its training set size, then
+# epoch 0 and index = the step).
+DataPosition = collections.namedtuple("DataPosition", "epoch index")
 
 
 def _metrics(metrics):
@@ -96,6 +114,17 @@ class Run:
         self._gns = None                     # this step's noise measurement (ddp.py)
         self._probe = None                   # the DDP hook's state (ddp.py)
         self._finished = False
+        # Checkpoints and preemption (docs/byo-program.md).
+        self._checkpoint_fn = None           # on_checkpoint: () -> the program's state
+        self._last_checkpoint = (0, 0, 0.0)  # (step, samples, seconds) of the last one
+        self._resumed = None                 # None: resume() not called; else (step, state)
+        self._resume_elapsed = 0.0           # the checkpoint's seconds (the clock goes on)
+        self._rng_pending = None             # generators to restore before the next step
+        self._signalled = None               # SIGUSR2/SIGTERM received inside steps()
+        self._preempt_seen = False           # rank 0: the preempt file exists
+        self._preempt_checked = None
+        self._preempt = False                # every rank: leave after this step (exit 7)
+        self.resumed_step = 0                # the step this attempt resumed from (0: none)
 
     # --- sizes and the learning rate -------------------------------------------------------
 
@@ -107,14 +136,9 @@ class Run:
             return
         cfg = self.cfg
         self._plan(train_samples)
-        if self.is_main:
-            self._writer = MetricsWriter.open(cfg.metrics_path)
-            if cfg.metrics_path:
-                atexit.register(self._warn_unfinished)
-        else:
-            self._writer = MetricsWriter(None)
-        self._start_time = self._clock()
-        line = {"kind": "start", "time": time.time(), "world_size": cfg.world_size,
+        self._open_writer()
+        self._start_time = self._clock() - self._resume_elapsed  # a resumed run's clock goes on
+        line = {"kind": P.LINE_START, "time": time.time(), "world_size": cfg.world_size,
                 "batch_size": cfg.batch_size, "local_batch_size": cfg.local_batch_size,
                 "accumulation": cfg.accumulation}
         if optimizer is not None:
@@ -124,6 +148,19 @@ class Run:
                      "steps_per_epoch": self.steps_per_epoch, "backend": self._backend(),
                      "client": "python"})
         self._writer.write(line)
+
+    def _open_writer(self):
+        """Rank 0's metrics file (truncated, as the runner does); other ranks write nowhere but
+        count the same seq."""
+        if self._writer is not None:
+            return
+        cfg = self.cfg
+        if self.is_main:
+            self._writer = MetricsWriter.open(cfg.metrics_path)
+            if cfg.metrics_path:
+                atexit.register(self._warn_unfinished)
+        else:
+            self._writer = MetricsWriter(None)
 
     def _plan(self, train_samples=None):
         """The steps per epoch, the step budget and the LR schedule (a bad config exits 2)."""
@@ -158,18 +195,34 @@ class Run:
         self.start(train_samples, optimizer)
         if self.cfg.mode == "noop":
             return
-        while self._stop is None and (self.total_steps == 0 or self.step < self.total_steps):
-            step = self.step + 1
-            self._yielded = step
-            if optimizer is not None:
-                lr = self.lr(step)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr
-            self._step_began = self._clock()
-            yield step
-            if self.step < step:
-                raise RuntimeError("batchlab: call run.log_step(loss) once in every step of "
-                                   "run.steps()")
+        previous = self._catch_preempt_signals()
+        try:
+            while self._stop is None and (self.total_steps == 0 or self.step < self.total_steps):
+                step = self.step + 1
+                self._yielded = step
+                if optimizer is not None:
+                    lr = self.lr(step)
+                    for group in optimizer.param_groups:
+                        group["lr"] = lr
+                if self._rng_pending is not None:  # resumed: the generators as they were
+                    checkpoint.set_rng_state(self._rng_pending)
+                    self._rng_pending = None
+                self._step_began = self._clock()
+                yield step
+                if self.step < step:
+                    raise RuntimeError("batchlab: call run.log_step(loss) once in every step of "
+                                       "run.steps()")
+                # After the step's log_step and log_eval; a run that ends here just ends.
+                if self._stop is not None or (self.total_steps and step >= self.total_steps):
+                    continue
+                if self._preempt:  # every rank learnt it from this step's shared values
+                    self._save_checkpoint()
+                    self._leave_preempted()
+                elif self._checkpoint_due():
+                    self._save_checkpoint()
+        finally:
+            for signum, handler in previous:  # None: a handler not set from Python
+                signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
     def log_step(self, loss, **metrics):
         """Ends a step: averages the loss (and the clock) over ranks, writes the `step` line on
@@ -191,22 +244,24 @@ class Run:
         ranks_gns = gns is not None and gns.get("source") == "ranks"
         local.append(gns["sq_small"] if ranks_gns else 0.0)  # the same length on every rank
         local.append(1.0 if self._stop_file_seen(now) else 0.0)
+        local.append(1.0 if self._signalled is not None or self._preempt_file_seen(now) else 0.0)
         values = self._shared().mean(local)
         loss_g, self._elapsed = values[0], values[1]
+        self._preempt = values[4] > 0
 
-        line = {"kind": "step", "step": step, "samples": step * self.batch_size}
+        line = {"kind": P.LINE_STEP, "step": step, "samples": step * self.batch_size}
         if self.steps_per_epoch:
             line["epoch"] = (step - 1) // self.steps_per_epoch
-        line["loss"] = loss_g
+        line[P.METRIC_LOSS] = loss_g
         if gns is not None:
-            line["gns_b_small"] = gns["b_small"]
-            line["gns_b_big"] = gns["b_big"]
-            line["gns_sq_small"] = values[2] if ranks_gns else gns["sq_small"]
-            line["gns_sq_big"] = gns["sq_big"]
+            line[P.METRIC_GNS_B_SMALL] = gns["b_small"]
+            line[P.METRIC_GNS_B_BIG] = gns["b_big"]
+            line[P.METRIC_GNS_SQ_SMALL] = values[2] if ranks_gns else gns["sq_small"]
+            line[P.METRIC_GNS_SQ_BIG] = gns["sq_big"]
         line["lr"] = self.lr(step)
         began = self._step_began if self._yielded == step else None
         if began is not None:
-            line["step_seconds"] = now - began
+            line[P.METRIC_STEP_SECONDS] = now - began
         line.update(extra)
         self._writer.write(line)
         self._gns = None
@@ -219,7 +274,7 @@ class Run:
             self._initial_loss = loss_g
         if not math.isfinite(loss_g) or loss_g > cfg.divergence_factor * self._initial_loss:
             self._stop = "diverged"
-        elif cfg.target is not None and cfg.target.metric == "loss":
+        elif cfg.target is not None and cfg.target.metric == P.METRIC_LOSS:
             self._record_target(loss_g, self._elapsed)
         if self._stop is None and values[3] > 0:
             self._stop = "pruned"  # the orchestrator's stop file: end now, no final evaluation
@@ -243,6 +298,20 @@ class Run:
         self._stop_checked = now
         return os.path.exists(path)
 
+    def _preempt_file_seen(self, now):
+        """Rank 0: whether the attempt folder has the `preempt` file (docs/protocol.md)."""
+        folder = self.cfg.attempt_dir
+        if not self.is_main or not folder:
+            return False
+        if self._preempt_seen:
+            return True
+        if self._preempt_checked is not None and \
+                now - self._preempt_checked < STOP_CHECK_SECONDS:
+            return False
+        self._preempt_checked = now
+        self._preempt_seen = os.path.exists(os.path.join(folder, P.PREEMPT_FILE))
+        return self._preempt_seen
+
     def should_eval(self):
         """True after log_step when this step is evaluated: every eval.every_steps, and at the
         last step of a run that did not diverge (the runner's final evaluation)."""
@@ -259,14 +328,14 @@ class Run:
         values = self._shared().from_rank0(local + [now])
         seconds = values[-1]
         shared_metrics = dict(zip(names, values[:-1]))
-        line = {"kind": "eval", "step": self.step, "samples": self.step * self.batch_size,
+        line = {"kind": P.LINE_EVAL, "step": self.step, "samples": self.step * self.batch_size,
                 "seconds": seconds}
         line.update(shared_metrics)
         self._writer.write(line)
         self._last_eval = (self.step, shared_metrics)
         self._eval_due = False
         target = self.cfg.target
-        if target is not None and target.metric != "loss":
+        if target is not None and target.metric != P.METRIC_LOSS:
             if target.metric not in shared_metrics:
                 raise ValueError(f"batchlab: target.metric is {target.metric!r} but log_eval got "
                                  f"only {names}; pass {target.metric}=...")
@@ -282,7 +351,7 @@ class Run:
         if not self.is_main or not path or self._prune_bound_passed:
             return
         try:
-            with open(os.path.join(os.path.dirname(path), "prune_at")) as f:
+            with open(os.path.join(os.path.dirname(path), P.PRUNE_AT_FILE)) as f:
                 bound = json.load(f)
         except (OSError, ValueError):
             return  # absent, half-written or foreign: the stop file still comes
@@ -297,7 +366,8 @@ class Run:
 
     @property
     def outcome(self):
-        """completed | target_reached | diverged | budget_exhausted | pruned (as of now)."""
+        """completed | target_reached | diverged | budget_exhausted | pruned (as of now; a
+        preempted attempt has no outcome of its own: it exits 7 from run.steps())."""
         if self._stop == "diverged":
             return "diverged"
         if self._target_at is not None:
@@ -319,29 +389,249 @@ class Run:
         reached = self._target_at
         loss = self._last_loss
         self._writer.write({
-            "kind": "end", "outcome": outcome, "steps": self.step,
+            "kind": P.LINE_END, "outcome": outcome, "steps": self.step,
             "samples": self.step * self.batch_size,
             "seconds": self._clock() - self._start_time,
             "target_step": reached[0] if reached else None,
             "target_samples": reached[1] if reached else None,
             "target_seconds": reached[2] if reached else None,
             "final_loss": loss if loss is not None and math.isfinite(loss) else None,
-            "final_test_loss": ev[1].get("test_loss") if ev else None,
-            "final_test_accuracy": ev[1].get("test_accuracy") if ev else None})
+            "final_test_loss": ev[1].get(P.METRIC_TEST_LOSS) if ev else None,
+            "final_test_accuracy": ev[1].get(P.METRIC_TEST_ACCURACY) if ev else None})
         self._writer.close()
         self._finished = True
         code = OUTCOME_CODES[outcome]
         if exit:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            if self._probe is not None:
-                # After a Python DDP communication hook has run, PyTorch (1.13, gloo) can
-                # deadlock while the interpreter shuts down: a gloo worker thread releasing a
-                # Python-owned tensor waits for the GIL that the main thread holds while it joins
-                # that worker. Nothing of the run is left to write, so leave at once.
-                os._exit(code)
-            sys.exit(code)
+            self._exit(code)
         return code
+
+    def _exit(self, code):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if self._probe is not None:
+            # After a Python DDP communication hook has run, PyTorch (1.13, gloo) can
+            # deadlock while the interpreter shuts down: a gloo worker thread releasing a
+            # Python-owned tensor waits for the GIL that the main thread holds while it joins
+            # that worker. Nothing of the run is left to write, so leave at once.
+            os._exit(code)
+        sys.exit(code)
+
+    # --- checkpoints and preemption --------------------------------------------------------
+
+    def on_checkpoint(self, fn):
+        """Registers fn() -> the program's state (anything torch.save or pickle can write, e.g.
+        {"model": model.state_dict(), "optimizer": opt.state_dict()}). run.steps() calls it on
+        every rank after the same step — at the config's `checkpoint` cadence (after that
+        step's log_step and log_eval) and when the run is preempted — and writes this rank's
+        shard with the client's own state (step, seconds, seq, random generators, ...).
+        Without it nothing is saved. Returns fn (so it also works as a decorator)."""
+        if not callable(fn):
+            raise TypeError("batchlab: run.on_checkpoint(fn) needs a function returning the "
+                            "state to save")
+        self._checkpoint_fn = fn
+        return fn
+
+    def resume(self, map_location=None):
+        """On a new attempt of a run (resume.json in the attempt folder names the earlier
+        ones): the program's state from the newest checkpoint whose every rank's shard passes
+        its checks, else None (a fresh start: also the first attempt). Call it once, before
+        run.steps() and after torch.distributed.init_process_group (the ranks agree on the
+        checkpoint). Afterwards run.step, run.data_position and the seconds, seq, first loss,
+        last evaluation and target bookkeeping are the checkpoint's, run.steps() continues with
+        the next step (and its LR), and the random generators (Python's, numpy's, torch's)
+        are restored just before that step. Rank 0 writes the `resume` line first, naming the
+        checkpoint and every file rejected on the way (truncated, corrupt, another run's or
+        config's, a newer format). `map_location`: passed to torch.load."""
+        if self._resumed is not None:
+            return self._resumed[1]
+        if self._start_time is not None:
+            raise RuntimeError("batchlab: call run.resume() before run.steps() and run.start()")
+        self._resumed = (0, None)
+        folder = self.cfg.attempt_dir
+        earlier = checkpoint.earlier_attempts(folder) if folder else []
+        if not earlier:
+            return None
+        values = self._shared()
+        if self.world_size > 1 and isinstance(values, shared.LocalValues):
+            raise RuntimeError("batchlab: call run.resume() after torch.distributed."
+                               "init_process_group: the ranks must agree on the checkpoint")
+        # Rank 0's list of candidates, broadcast: every rank tries the same ones in order.
+        found = checkpoint.candidates(earlier) if self.is_main else []
+        n = int(values.from_rank0([len(found)])[0])
+        flat = values.from_rank0([x for c in found for x in c] if self.is_main else [0.0] * 2 * n)
+        dirs = dict(earlier)
+        expect = {"run_id": self.cfg.run_id, "config_hash": checkpoint.config_hash(self.config),
+                  "rank": self.rank, "world_size": self.world_size}
+        rejected = []
+        for i in range(n):
+            step, attempt = int(flat[2 * i]), int(flat[2 * i + 1])
+            name = P.checkpoint_file_name(step, self.rank)
+            path = os.path.join(dirs.get(attempt, ""), P.CHECKPOINT_DIR, name)
+            try:
+                if attempt not in dirs:
+                    raise checkpoint.Rejected(f"attempt {attempt} is not in {P.RESUME_FILE}")
+                _, payload = checkpoint.read_file(path, dict(expect, step=step), map_location)
+                reason = None
+            except checkpoint.Rejected as e:
+                payload, reason = None, str(e)
+            if values.mean([0.0 if reason is None else 1.0])[0] == 0:
+                self._restore(payload["client"], step)
+                self._resumed = (step, payload["user"])
+                self._write_resume_line({"step": step, "from_attempt": attempt, "file": path,
+                                         "rejected": rejected})
+                return payload["user"]
+            if reason is None:
+                reason = "another rank's shard of it is invalid (see stderr.log)"
+            print(f"batchlab[rank {self.rank}]: checkpoint {path} not used: {reason}",
+                  file=sys.stderr)
+            rejected.append({"file": path, "reason": reason})
+        if rejected:  # nothing loads: from step 0, and the events say why
+            self._write_resume_line({"step": 0, "rejected": rejected})
+        return None
+
+    def resumable(self, **objects):
+        """Checkpoints for objects with state_dict()/load_state_dict() (models, optimizers,
+        LR schedulers, GradScalers): registers on_checkpoint for {name: obj.state_dict()} and,
+        on a new attempt, loads each from the checkpoint resume() finds. Returns the step
+        resumed from (0: a fresh start). Same rules as resume()."""
+        for name, obj in objects.items():
+            if not (hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")):
+                raise TypeError(f"batchlab: run.resumable({name}=...) needs an object with "
+                                f"state_dict() and load_state_dict(), got {type(obj).__name__}")
+        self.on_checkpoint(lambda: {name: obj.state_dict() for name, obj in objects.items()})
+        state = self.resume()
+        if state is None:
+            return 0
+        missing = [name for name in objects if name not in state]
+        if missing or not isinstance(state, dict):
+            raise RuntimeError(f"batchlab: the checkpoint at step {self.step} has no state for "
+                               f"{missing}; the program's resumable() names changed")
+        for name, obj in objects.items():
+            obj.load_state_dict(state[name])
+        return self.step
+
+    @property
+    def data_position(self):
+        """DataPosition(epoch, index): the batches of this rank's data already trained — epoch
+        `epoch` (from 0) and `index` batches into it, from run.step and the steps per epoch
+        (known once run.steps(train_samples=N) started, or from the checkpoint resume() loaded;
+        without them: epoch 0, index = run.step). After resume(), start this rank's data there
+        to continue bit for bit."""
+        if not self.steps_per_epoch:
+            return DataPosition(0, self.step)
+        return DataPosition(*divmod(self.step, self.steps_per_epoch))
+
+    @property
+    def preempted(self):
+        """True once every rank knows the run is preempted (after this step's log_step): the
+        client saves a checkpoint after the step and exits 7."""
+        return self._preempt
+
+    def _write_resume_line(self, fields):
+        self._open_writer()
+        self._writer.write(dict({"kind": P.LINE_RESUME}, **fields))
+
+    def _restore(self, client, step):
+        """The client's state of a checkpoint (see _client_state)."""
+        self.step = step
+        self.resumed_step = step
+        self._elapsed = self._resume_elapsed = client["elapsed"]
+        self._initial_loss = client["initial_loss"]
+        self._last_loss = client["last_loss"]
+        last_eval = client["last_eval"]
+        self._last_eval = (last_eval[0], dict(last_eval[1])) if last_eval else None
+        self._target_at = tuple(client["target_at"]) if client["target_at"] else None
+        self._prune_bound_passed = client["prune_bound_passed"]
+        if client["steps_per_epoch"] and not self.steps_per_epoch:
+            self.steps_per_epoch = client["steps_per_epoch"]
+        self._last_checkpoint = (step, step * self.batch_size, client["elapsed"])
+        self._rng_pending = client["rng"]
+        self._open_writer()
+        self._writer.next_seq = client["next_seq"]
+
+    def _client_state(self):
+        """What the next step depends on besides the program's own state. The LR is a function
+        of the step; the data position follows from step and steps_per_epoch."""
+        return {"step": self.step, "elapsed": self._elapsed,
+                # The resumed attempt's first line takes the seq after this checkpoint's line.
+                "next_seq": self._writer.next_seq + 1,
+                "initial_loss": self._initial_loss, "last_loss": self._last_loss,
+                "last_eval": list(self._last_eval) if self._last_eval else None,
+                "target_at": list(self._target_at) if self._target_at else None,
+                "prune_bound_passed": self._prune_bound_passed,
+                "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
+                "rng": checkpoint.rng_state()}
+
+    def _checkpoint_due(self):
+        """The config's cadence, from values every rank shares (the step, the shared seconds)."""
+        c = self.cfg.checkpoint
+        if self._checkpoint_fn is None or not self.cfg.attempt_dir:
+            return False
+        step, samples, seconds = self._last_checkpoint
+        return (self.step in c.at_steps
+                or (c.every_steps > 0 and self.step - step >= c.every_steps)
+                or (c.every_samples > 0 and
+                    self.step * self.batch_size - samples >= c.every_samples)
+                or (c.every_seconds > 0 and self._elapsed - seconds >= c.every_seconds))
+
+    def _save_checkpoint(self):
+        """This rank's shard after the current step; a write that fails (a full disk) leaves
+        the previous checkpoints as they were, and the run goes on."""
+        if self._checkpoint_fn is None or not self.cfg.attempt_dir:
+            return
+        began = time.monotonic()
+        state = self._checkpoint_fn()
+        serializer, data = checkpoint.serialize({"client": self._client_state(), "user": state})
+        folder = os.path.join(self.cfg.attempt_dir, P.CHECKPOINT_DIR)
+        path = os.path.join(folder, P.checkpoint_file_name(self.step, self.rank))
+        header = {"run_id": self.cfg.run_id, "config_hash": checkpoint.config_hash(self.config),
+                  "step": self.step, "rank": self.rank, "world_size": self.world_size,
+                  "serializer": serializer}
+        written, error = 0, None
+        try:
+            os.makedirs(folder, exist_ok=True)
+            written = checkpoint.write_file(path, header, data)
+        except OSError as e:
+            error = f"{path}: {e.strerror or e}"
+            print(f"batchlab[rank {self.rank}]: checkpoint at step {self.step} not written "
+                  f"({error}); the previous one stays valid", file=sys.stderr)
+        self._last_checkpoint = (self.step, self.step * self.batch_size, self._elapsed)
+        if error is None:
+            checkpoint.prune(folder, self.rank, self.cfg.checkpoint.keep,
+                             self.cfg.checkpoint.at_steps)
+        line = {"kind": P.LINE_CHECKPOINT, "step": self.step,
+                "checkpoint_seconds": time.monotonic() - began, "checkpoint_bytes": written,
+                "checkpoint_time": time.time()}
+        if error is not None:
+            line["error"] = error
+        self._writer.write(line)
+
+    def _leave_preempted(self):
+        """Preempted: the checkpoint is written; no end line, exit 7 (a new attempt resumes)."""
+        self._writer.close()
+        self._finished = True
+        why = (f"signal {signal.Signals(self._signalled).name}" if self._signalled is not None
+               else "a signal or the preempt file")
+        saved = "checkpoint written" if self._checkpoint_fn is not None and \
+            self.cfg.attempt_dir else "nothing to checkpoint (no run.on_checkpoint)"
+        print(f"batchlab[rank {self.rank}]: preempted after step {self.step} ({why}; {saved}); "
+              f"exit {OUTCOME_CODES['preempted']}", file=sys.stderr)
+        self._exit(OUTCOME_CODES["preempted"])
+
+    def _catch_preempt_signals(self):
+        """Inside run.steps(): SIGUSR2 and SIGTERM only set a flag, which log_step shares.
+        Returns the handlers to put back (none outside the main thread, where Python cannot
+        set handlers)."""
+        if threading.current_thread() is not threading.main_thread():
+            return []
+
+        def flag(signum, _frame):
+            self._signalled = signum
+
+        previous = []
+        for signum in P.PREEMPT_SIGNALS:
+            previous.append((signum, signal.signal(signum, flag)))
+        return previous
 
     # --- PyTorch helpers (import torch only when called) -------------------------------------
 
