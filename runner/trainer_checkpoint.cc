@@ -198,11 +198,12 @@ bool Trainer::PreemptRequested() {
 }
 
 bool Trainer::CheckpointsEnabled() const {
-  return !checkpoint_dir_.empty() && !ParameterServerMode() && config_.mode == "train";
+  return !checkpoint_dir_.empty() && config_.mode == "train";
 }
 
 bool Trainer::CheckpointDue() const {
   if (!CheckpointsEnabled()) return false;
+  // async_ps/backup: the server's own clock (only it decides; trainer_ps.cc).
   const CheckpointConfig& c = config_.checkpoint;
   if (std::find(c.at_steps.begin(), c.at_steps.end(), step_) != c.at_steps.end()) return true;
   if (c.every_steps > 0 && step_ - last_checkpoint_step_ >= c.every_steps) return true;

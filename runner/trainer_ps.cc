@@ -13,7 +13,15 @@
 // and the run's outcome, and every rank ends with the same parameters.
 //
 // Messages (float32): gradient = [grad (P), loss, version]; parameters = [params (P), version,
-// stop, outcome]. Versions are exact up to 2^24 updates.
+// stop, outcome, checkpoint]. Versions are exact up to 2^24 updates.
+//
+// Checkpoints (trainer_checkpoint.cc): the server decides. At its cadence it saves its shard
+// (parameters, optimizer, step, its data cursor) after update s and labels the next reply to
+// every worker with s; each worker saves its own shard (its data cursor and generator) under that
+// label when the reply arrives. Asynchronous updates are not reproducible run to run, so a
+// resumed PS run goes on from the server's state, not bit for bit. A preempt request (any rank's
+// signal, the preempt file) ends the run at the server's next update: every rank saves step s,
+// and all exit 7.
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -64,11 +72,13 @@ Outcome Trainer::RunServer() {
     Peer& peer = peers[i];
     peer.rank = static_cast<int>(i) + 1;
     peer.in = torch::zeros({p_count + 2});
-    peer.out = torch::zeros({p_count + 3});
+    peer.out = torch::zeros({p_count + 4});
     peer.recv = comm_->Recv(peer.in, peer.rank, kGradientTag);
   }
   // Answers `peer`'s gradient with the current parameters, which are at `version` (and, unless
   // stopping, listens again).
+  // The checkpoint label each worker has still to save under (0: none).
+  std::vector<int64_t> label(peers.size(), 0);
   auto reply = [&](Peer& peer, int64_t version, bool stop, Outcome outcome) {
     if (peer.send) peer.send->Wait(timeout);  // its previous reply has left this buffer
     PackInto(params_, peer.out);
@@ -76,6 +86,9 @@ Outcome Trainer::RunServer() {
     o[p_count] = static_cast<float>(version);
     o[p_count + 1] = stop ? 1.0f : 0.0f;
     o[p_count + 2] = static_cast<float>(static_cast<int>(outcome));
+    int64_t& mine = label[static_cast<size_t>(peer.rank - 1)];
+    o[p_count + 3] = static_cast<float>(outcome == Outcome::kPreempted ? version : mine);
+    mine = 0;
     peer.send = comm_->Send(peer.out, peer.rank, kParamsTag);
     peer.awaiting = false;
     if (!stop) peer.recv = comm_->Recv(peer.in, peer.rank, kGradientTag);
@@ -105,6 +118,7 @@ Outcome Trainer::RunServer() {
   };
 
   Progress& p = progress_;
+  bool preempted = false;
   torch::Tensor sum = torch::zeros({p_count});
   while (total_steps_ == 0 || step_ < total_steps_) {
     ++step_;  // the update being built; the parameters are at version step_ - 1
@@ -164,12 +178,23 @@ Outcome Trainer::RunServer() {
     const bool end = Decide(loss, StopRequested(), /*collective_eval=*/false) ||
                      (total_steps_ > 0 && step_ >= total_steps_);
     if (end) break;
+    if (PreemptRequested() && CheckpointsEnabled()) {
+      preempted = true;
+      SaveCheckpoint();
+      break;
+    }
+    if (CheckpointDue()) {
+      SaveCheckpoint();
+      for (int64_t& l : label) l = step_;
+    }
     for (Peer* peer : used) reply(*peer, step_, false, Outcome::kCompleted);
   }
 
   // The final evaluation first, so the outcome sent to the workers is the run's.
-  if (!p.diverged && !p.stopped && p.last_eval_step != step_) EvalAndLog(/*collective=*/false);
-  const Outcome outcome = CurrentOutcome();
+  if (!preempted && !p.diverged && !p.stopped && p.last_eval_step != step_) {
+    EvalAndLog(/*collective=*/false);
+  }
+  const Outcome outcome = preempted ? Outcome::kPreempted : CurrentOutcome();
   for (Peer& peer : peers) {
     if (!peer.awaiting) {  // its last gradient is still on the way: take it, then answer
       peer.recv->Wait(timeout);
@@ -178,6 +203,7 @@ Outcome Trainer::RunServer() {
     reply(peer, step_, /*stop=*/true, outcome);
   }
   for (Peer& peer : peers) peer.send->Wait(timeout);
+  if (preempted) return Outcome::kPreempted;  // no end line: a new attempt resumes
   return Finish(/*collective_eval=*/false);
 }
 
@@ -185,10 +211,10 @@ Outcome Trainer::RunWorker() {
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
   const int64_t p_count = param_count_;
   torch::Tensor out = torch::zeros({p_count + 2});
-  torch::Tensor in = torch::zeros({p_count + 3});
+  torch::Tensor in = torch::zeros({p_count + 4});
   float* o = out.data_ptr<float>();
   const float* i = in.data_ptr<float>();
-  int64_t version = 0;
+  int64_t version = step_;  // 0, or the step a resumed run goes on from
   for (;;) {
     GatherBatch();
     const double loss = ComputeGradients(false);
@@ -200,6 +226,10 @@ Outcome Trainer::RunWorker() {
     comm_->Recv(in, 0, kParamsTag)->Wait(timeout);
     UnpackFrom(in, params_);
     version = static_cast<int64_t>(i[p_count]);
+    if (const auto at = static_cast<int64_t>(i[p_count + 3]); at > 0 && CheckpointsEnabled()) {
+      step_ = at;  // the server's checkpoint this shard belongs to
+      SaveCheckpoint();
+    }
     step_ = version;
     if (i[p_count + 1] > 0) return static_cast<Outcome>(static_cast<int>(i[p_count + 2]));
   }

@@ -102,6 +102,43 @@ for mode in allreduce lag local_sgd; do
     fail "$mode: the run after the kill failed: $(tail -3 "$after/out.log")"
   fi
 done
+# 3. The parameter-server modes (not reproducible run to run: asynchronous arrivals): the preempt
+#    file ends the run with exit 7 after a checkpoint of every rank at the same step, and a new
+#    attempt goes on from that step to the end of the budget.
+for mode in async_ps backup; do
+  first=$work/$mode-a1
+  second=$work/$mode-a2
+  for d in "$first" "$second"; do
+    config "$d" $mode 40
+    sed -i 's/"sync_every": 2,/"sync_every": 2, "backup_workers": 0, "straggler": {"rank": 1, "delay_ms": 30},/' "$d/config.json"
+  done
+  "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$runner" \
+    --config "$first/config.json" > "$first/out.log" 2>&1 &
+  job=$!
+  for _ in $(seq 1 600); do
+    grep -q '"kind":"step","step":8,' "$first/metrics.jsonl" 2>/dev/null && break
+    sleep 0.05
+  done
+  echo '{}' > "$first/preempt"
+  wait $job
+  rc=$?
+  ((rc == 7)) || { fail "$mode: exit $rc after the preempt file, not 7: $(tail -3 "$first/out.log")"; continue; }
+  grep -q '"kind":"end"' "$first/metrics.jsonl" && fail "$mode: a preempted run wrote an end line"
+  saved=$(ls "$first/checkpoints" | sed -n 's/^step-0*\([0-9]*\)\.rank-1\.ckpt$/\1/p' | sort -n | tail -1)
+  [[ -n $saved && -f $first/checkpoints/step-$(printf %08d "$saved").rank-0.ckpt ]] ||
+    { fail "$mode: no checkpoint of both ranks at one step"; continue; }
+  resume_file "$second" "$first"
+  if run "$second"; then
+    from=$(head -1 "$second/metrics.jsonl" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
+    ((from == saved)) || fail "$mode: resumed from step $from, not the preempted step $saved"
+    steps=$(losses "$second/metrics.jsonl" 0 | awk '{print $1}' | tr '\n' ' ')
+    [[ $steps == "$(seq -s ' ' $((saved + 1)) 40) " ]] || fail "$mode: steps after the resume are [$steps]"
+    grep -q '"kind":"end","outcome":"completed"' "$second/metrics.jsonl" || fail "$mode: no completed end line"
+    echo "ok $mode: preempted at step $saved (exit 7), resumed there and completed"
+  else
+    fail "$mode: the resumed run failed: $(tail -3 "$second/out.log")"
+  fi
+done
 if ((failures > 0)); then
   echo "$failures failure(s)"
   exit 1
