@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/config_fields.h"
+#include "base/run_values.h"
 #include "base/spec_bounds.h"
 #include "orchestrator/config_schema.h"
 #include "orchestrator/run_identity.h"
@@ -154,12 +155,10 @@ double ExpectedSeconds(const Spec& spec, const json& config, int world) {
 
 double ScaledLr(const json& config) {
   const json& lr = config["lr"];  // every lr field has a default (base/config_fields.cc)
-  double base = lr["base"].get<double>();
-  double ratio = config["batch_size"].get<double>() / lr["base_batch_size"].get<double>();
-  std::string rule = lr["rule"].get<std::string>();
-  if (rule == "linear") return base * ratio;
-  if (rule == "sqrt") return base * std::sqrt(ratio);
-  return base;
+  const double base = lr["base"].get<double>();
+  return run_values::ScaledLr(base, config["batch_size"].get<int64_t>(),
+                              lr["base_batch_size"].get<int64_t>(), lr["rule"].get<std::string>())
+      .value_or(base);  // an unknown rule is refused by the checks before
 }
 
 std::string SourceOf(const Point& p, const std::string& path) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/run_values.h"
 #include "orchestrator/config_schema.h"
 #include "results/table_writer.h"
 
@@ -35,19 +36,24 @@ std::optional<int64_t> BudgetSteps(const json& config) {
     return std::nullopt;
   }
   const json& b = config["budget"];
-  const double batch = config.value("batch_size", 0.0);
-  std::optional<double> steps;
-  auto limit = [&steps](double s) { steps = steps ? std::min(*steps, s) : s; };
-  if (b.contains("steps") && b["steps"].is_number()) limit(b["steps"].get<double>());
-  if (batch > 0 && b.contains("samples") && b["samples"].is_number()) {
-    limit(std::ceil(b["samples"].get<double>() / batch));
+  const int64_t batch = config.value("batch_size", int64_t{0});
+  // The runner's count (base/run_values.h), with its steps per epoch from the dataset's size.
+  int64_t steps_per_epoch = 0;
+  if (batch > 0 && b.contains("epochs") && config.contains("data")) {
+    const int64_t world = std::max<int64_t>(1, config.value("world_size", int64_t{1}));
+    if (StatusOr<long long> n = DatasetSize(config["data"]); n.ok()) {
+      steps_per_epoch = run_values::StepsPerEpoch(*n, world, batch / world);
+    }
   }
-  if (batch > 0 && b.contains("epochs") && b["epochs"].is_number() && config.contains("data")) {
-    StatusOr<long long> n = DatasetSize(config["data"]);
-    if (n.ok()) limit(std::ceil(b["epochs"].get<double>() * static_cast<double>(*n) / batch));
-  }
-  if (!steps || *steps <= 0) return std::nullopt;
-  return static_cast<int64_t>(*steps);
+  auto number = [&b](const char* key) {
+    return b.contains(key) && b[key].is_number() ? b[key].get<double>() : 0.0;
+  };
+  const int64_t steps = run_values::TotalSteps(
+      {number("epochs"), static_cast<int64_t>(number("steps")), static_cast<int64_t>(number("samples")),
+       number("seconds")},
+      batch, steps_per_epoch);
+  if (steps <= 0) return std::nullopt;
+  return steps;
 }
 
 std::string FormatDuration(double seconds) {

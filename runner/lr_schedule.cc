@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "base/run_values.h"
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
@@ -14,10 +15,7 @@ constexpr double kPi = 3.14159265358979323846;
 
 // The peak LR: base scaled from base_batch_size to the run's global batch by the named rule.
 double ScaleByRule(const LrConfig& c, int64_t global_batch) {
-  const double ratio = static_cast<double>(global_batch) / static_cast<double>(c.base_batch_size);
-  if (c.rule == "none") return c.base;
-  if (c.rule == "linear") return c.base * ratio;           // Goyal et al. 2017
-  if (c.rule == "sqrt") return c.base * std::sqrt(ratio);  // Krizhevsky 2014; Hoffer et al. 2017
+  if (auto lr = run_values::ScaledLr(c.base, global_batch, c.base_batch_size, c.rule)) return *lr;
   throw BadConfig("lr.rule: unknown rule \"" + c.rule + "\"; use one of none, linear, sqrt");
 }
 

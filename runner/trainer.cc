@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "base/run_values.h"
 #include "runner/datasets/synthetic_linear.h"
 #include "runner/gradient_buckets.h"
 #include "runner/optimizer_factory.h"
@@ -96,13 +97,8 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   straggler_ = std::make_unique<Straggler>(config_.comm.straggler, config_.seed, rank_, world_);
   const int64_t spe = async_ps ? sampler_->steps_per_epoch() * shards : sampler_->steps_per_epoch();
   const BudgetConfig& b = config_.budget;
-  auto limit = [&](int64_t steps) {
-    steps = std::max<int64_t>(steps, 1);
-    total_steps_ = total_steps_ == 0 ? steps : std::min(total_steps_, steps);
-  };
-  if (b.steps > 0) limit(b.steps);
-  if (b.epochs > 0) limit(static_cast<int64_t>(std::llround(b.epochs * static_cast<double>(spe))));
-  if (b.samples > 0) limit((b.samples + samples_per_step_ - 1) / samples_per_step_);
+  total_steps_ = run_values::TotalSteps({b.epochs, b.steps, b.samples, b.seconds},
+                                        samples_per_step_, spe);
 
   lr_ = std::make_unique<LrSchedule>(config_.lr, config_.batch_size, total_steps_, spe);
   optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));

@@ -32,7 +32,7 @@ TEST(BudgetStepsTest, FromStepsSamplesOrEpochsOfAKnownDataset) {
   EXPECT_EQ(
       BudgetSteps(
           {{"batch_size", 64}, {"budget", {{"epochs", 1}}}, {"data", {{"name", "fashion-mnist"}}}}),
-      938);  // ceil(60000 / 64)
+      937);  // the runner's count: floor(60000 / 64) full batches (base/run_values.h)
   EXPECT_EQ(BudgetSteps({{"batch_size", 100},
                          {"budget", {{"epochs", 2}}},
                          {"data", {{"name", "fashion-mnist"}, {"samples", 1000}}}}),
