@@ -118,6 +118,7 @@ int64_t WriteCheckpointFile(const std::string& path, nlohmann::json header,
     data.push_back(std::move(t));
   }
   header["format"] = kCheckpointFormat;
+  header["data_bytes"] = offset;  // so that a cut file reads as truncated, not only corrupt
   header["tensors"] = std::move(list);
   const std::string text = header.dump();
   std::string head(kMagic, sizeof(kMagic));
@@ -189,6 +190,10 @@ CheckpointFile ReadCheckpointFile(const std::string& path, const std::string& ru
     throw CheckpointRejected(fmt::format("its config hash {} differs from this run's {}",
                                          header.value("config_hash", std::string()),
                                          config_hash));
+  }
+  const uint64_t expected = 16 + header_size + header.value("data_bytes", uint64_t{0}) + 8;
+  if (bytes.size() < expected) {
+    throw CheckpointRejected(fmt::format("truncated ({} of {} bytes)", bytes.size(), expected));
   }
   const size_t body = bytes.size() - 8;
   if (Fnv1a64(bytes.data(), body) != GetU64(bytes.data() + body)) {

@@ -565,7 +565,7 @@ Outcome Trainer::RunCollective() {
       }
       return Outcome::kPreempted;
     }
-    if (CheckpointDue()) SaveCheckpoint();
+    if (step_ != total_steps_ && CheckpointDue()) SaveCheckpoint();  // not at the very end
   }
   if (lag) {  // the last gradient in flight: applied when the run ran its budget to the end
     double waited = 0;

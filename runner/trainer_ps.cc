@@ -183,7 +183,7 @@ Outcome Trainer::RunServer() {
       SaveCheckpoint();
       break;
     }
-    if (CheckpointDue()) {
+    if (step_ != total_steps_ && CheckpointDue()) {
       SaveCheckpoint();
       for (int64_t& l : label) l = step_;
     }

@@ -25,17 +25,17 @@ cat > "$work/spec.json" <<JSON
  "axes": {"batch_size": [8, 16], "nodes": [1, 2]},
  "resources": {"retries": 0}}
 JSON
-sweep() {  # sweep NAME: batchlab sweep run into NAME.db / NAME-runs
-  "$batchlab" --db "$work/$1.db" sweep run "$work/spec.json" --runs-dir "$work/$1-runs" \
+sweep() {  # sweep NAME: batchlab sweep run into NAME.db / NAME-runs (exec: $! is batchlab's pid)
+  exec "$batchlab" --db "$work/$1.db" sweep run "$work/spec.json" --runs-dir "$work/$1-runs" \
     --runner "$runner" --slots 2
 }
 
 start=$(date +%s)
-sweep reference > "$work/reference.log" 2>&1 || { echo "FAIL: the reference study failed"; tail "$work/reference.log"; exit 1; }
+(sweep reference) > "$work/reference.log" 2>&1 || { echo "FAIL: the reference study failed"; tail "$work/reference.log"; exit 1; }
 reference_seconds=$(( $(date +%s) - start ))
 
 for k in $(seq 1 $kills); do
-  sweep killed > "$work/kill-$k.log" 2>&1 &
+  (sweep killed) > "$work/kill-$k.log" 2>&1 &
   orchestrator=$!
   # Until a checkpoint of this round exists, then a little later each round.
   before=$(find "$work/killed-runs" -name '*.ckpt' 2>/dev/null | wc -l)
@@ -47,7 +47,7 @@ for k in $(seq 1 $kills); do
   kill -9 $orchestrator
   wait $orchestrator 2>/dev/null
 done
-sweep killed > "$work/final.log" 2>&1 || { echo "FAIL: the resumed study failed"; tail "$work/final.log"; exit 1; }
+(sweep killed) > "$work/final.log" 2>&1 || { echo "FAIL: the resumed study failed"; tail "$work/final.log"; exit 1; }
 
 # Orphans: any process still tagged with an attempt folder of the killed study.
 orphans=0

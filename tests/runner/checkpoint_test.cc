@@ -266,7 +266,7 @@ TEST_F(CheckpointTest, BadCheckpointsFallBackToAnOlderOneWithTheReason) {
 TEST_F(CheckpointTest, AFullDiskLeavesThePreviousCheckpointAndTheRunGoesOn) {
   // A folder that cannot take the file stands in for a full disk: the write fails, nothing
   // half-written remains under a checkpoint's name, and training continues.
-  const json config = MlpConfig({{"budget", {{"steps", 3}}}});
+  const json config = MlpConfig({{"budget", {{"steps", 3}}}, {"lr", {{"warmup_steps", 0}}}});
   const Dataset data = LoadDataset(ParseRunConfig(config, 1).data);
   fs::create_directories(root_ / "a1" / "checkpoints" / CheckpointFileName(2, 0));  // a folder
   const Result r = Train(config, data, root_ / "a1");
