@@ -133,6 +133,12 @@ TEST(RunIdentityTest, ChangingAnyDefaultChangesTheRunId) {
     SetPath(explicit_default, f->path, *f->default_value);
     SetPath(other, f->path, OtherValue(*f));
     EXPECT_EQ(OnlyRunId(explicit_default), id_of_defaults) << f->path;
+    if (f->path.rfind("checkpoint.", 0) == 0) {
+      // When a run saves its state changes nothing it computes (resume is bit for bit): the
+      // checkpoint section is the one part of a config outside its id (run_identity.h).
+      EXPECT_EQ(OnlyRunId(other), id_of_defaults) << f->path << " = " << OtherValue(*f).dump();
+      continue;
+    }
     EXPECT_NE(OnlyRunId(other), id_of_defaults) << f->path << " = " << OtherValue(*f).dump();
     ++checked;
   }
