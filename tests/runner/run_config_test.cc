@@ -49,7 +49,10 @@ json EveryFieldSet() {
     "comm": {"backend": "gloo", "bucket_mb": 4.5, "rendezvous": "/tmp/rdv", "timeout_seconds": 60,
              "sync": "local_sgd", "sync_every": 8, "backup_workers": 2,
              "straggler": {"rank": 3, "delay_ms": 5, "probability": 0.5}},
-    "gns": {"every_steps": 5}, "divergence_factor": 4.0, "threads": 3, "precision": "bf16",
+    "gns": {"every_steps": 5},
+    "checkpoint": {"every_steps": 7, "every_samples": 640, "every_seconds": 30.5, "keep": 3,
+                   "at_steps": [5, 9]},
+    "divergence_factor": 4.0, "threads": 3, "precision": "bf16",
     "mode": "noop"})");
 }
 
