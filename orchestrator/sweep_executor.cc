@@ -17,6 +17,7 @@
 
 #include "base/run_protocol.h"
 #include "orchestrator/atomic_file.h"
+#include "orchestrator/attempt_verdict.h"
 #include "orchestrator/gpu_slots.h"
 #include "orchestrator/lr_search.h"
 #include "orchestrator/pruning.h"
@@ -487,42 +488,36 @@ class Execution {
     run_seconds_sum_ += seconds;
     ++runs_timed_;
 
-    RunState state = RunState::kFailed;
-    bool retryable = true;
-    std::string message;
-    std::optional<int> code = st.exit_code;
-    if (!code && st.signal) code = 128 + *st.signal;
-    const std::optional<RunState> end_state = FinishedState(a.end_outcome);
-    const bool ended_cleanly =
-        st.exit_code && a.saw_end && StateForExitCode(*st.exit_code) != RunState::kFailed;
-    if (ended_cleanly) {
-      state = StateForExitCode(*st.exit_code);
-      retryable = false;
-      if (state == RunState::kPruned && a.prune_sent == 0) {
-        // It stopped itself at the bound in its prune_at file; the book says why, from the
-        // steps it logged.
-        BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kRunning));
-        message = "pruned at its prune_at bound (step " + std::to_string(a.stop_from_step) +
-                  "): " + prune_.WhyPrune(a.index).value_or("its bound passed the bar");
-        BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "prune", message));
-      }
-    } else if (end_state) {
-      // The end line was written: its outcome wins over what came after it.
-      state = *end_state;
-      retryable = false;
-      message = fmt::format("{} after its end line ({}); the end line's outcome is kept",
-                            a.timed_out        ? "timed out"
-                            : a.stop_after_end ? "did not exit and was stopped"
-                            : stopping         ? "was stopped by the sweep's stop"
-                            : st.signal        ? fmt::format("killed by signal {}", *st.signal)
-                            : st.exit_code     ? fmt::format("exited {}", *st.exit_code)
-                                               : std::string("ended without an exit code"),
-                            a.end_outcome);
-    } else if (st.exit_code == protocol::ExitCodeFor(protocol::Outcome::kPreempted) && !stopping &&
-               a.prune_sent == 0 && !a.timed_out) {
+    AttemptReport report;
+    report.exit_code = st.exit_code;
+    report.signal = st.signal;
+    report.saw_end = a.saw_end;
+    report.end_outcome = a.end_outcome;
+    report.timed_out = a.timed_out;
+    report.stop_after_end = a.stop_after_end;
+    report.stopping = stopping;
+    report.prune_sent = a.prune_sent > 0;
+    report.prune_reason = a.prune_reason;
+    report.unrunnable = st.unrunnable;
+    report.detail = st.detail;
+    report.stderr_tail = Tail(a.dir + "/" + protocol::kStderrFile, 1500);
+    report.seconds = seconds;
+    report.timeout_seconds = spec_.resources.timeout_seconds;
+    AttemptVerdict verdict = DecideAttempt(report);
+    const RunState state = verdict.state;
+    const std::optional<int> code = verdict.code;
+    std::string& message = verdict.message;
+    if (verdict.pruned_at_bound) {
+      // It stopped itself at the bound in its prune_at file; the book says why, from the steps
+      // it logged.
+      BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kRunning));
+      message = "pruned at its prune_at bound (step " + std::to_string(a.stop_from_step) +
+                "): " + prune_.WhyPrune(a.index).value_or("its bound passed the bar");
+      BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "prune", message));
+    }
+    if (verdict.preempted) {
       // A Slurm limit, a preemption or a SIGTERM: it checkpointed and left. Not a failure: it
       // goes on in a new attempt at once (from that checkpoint), without using a retry.
-      message = "preempted: checkpointed and exited 7; a new attempt resumes it";
       BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "preempted", message));
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {code, message}));
       BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kWaiting));
@@ -532,31 +527,8 @@ class Execution {
       Event(fmt::format("run {} preempted after {:.1f} s; it resumes in a new attempt", r.id,
                         seconds));
       return OkStatus();
-    } else if (a.prune_sent > 0) {
-      // Asked to stop because it could no longer change the answer: pruned, whatever way it ended.
-      state = RunState::kPruned;
-      retryable = false;
-      message = "pruned: " + a.prune_reason;
-    } else if (stopping) {
-      state = RunState::kCancelled;
-      retryable = false;
-      message = "cancelled: the sweep was stopped";
-    } else if (a.timed_out) {
-      state = RunState::kTimedOut;
-      message = fmt::format("timed out after {:.1f} s (resources.timeout_seconds = {})", seconds,
-                            spec_.resources.timeout_seconds);
-    } else if (st.exit_code && StateForExitCode(*st.exit_code) != RunState::kFailed) {
-      message = fmt::format("exited {} without writing its end line", *st.exit_code);
-    } else {
-      std::string tail = Tail(a.dir + "/" + protocol::kStderrFile, 1500);
-      message = st.signal      ? fmt::format("killed by signal {}", *st.signal)
-                : st.exit_code ? fmt::format("exited {}", *st.exit_code)
-                               : "ended without an exit code";
-      if (!st.detail.empty()) message += " [" + st.detail + "]";
-      if (!tail.empty()) message += ": " + tail;
-      // 2: the config is invalid; unrunnable: the backend cannot ever run it. Retries cannot help.
-      retryable = st.exit_code != 2 && !st.unrunnable;
     }
+    const bool retryable = verdict.retryable;
     BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, state, {code, message}));
     BATCHLAB_RETURN_IF_ERROR(
         UpdatePrune(a.index, results::IsFinished(state) ? Phase::kFinished : Phase::kWaiting));
@@ -857,13 +829,6 @@ class Execution {
 };
 
 }  // namespace
-
-RunState StateForExitCode(int exit_code) {
-  const std::optional<protocol::Outcome> outcome = protocol::OutcomeForExitCode(exit_code);
-  if (!outcome || !protocol::EntryOf(*outcome).final) return RunState::kFailed;
-  auto state = results::ParseRunState(std::string(protocol::OutcomeName(*outcome)));
-  return state.ok() ? *state : RunState::kFailed;
-}
 
 std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
                        const std::string& run_id, int attempt, const std::string& database_id) {

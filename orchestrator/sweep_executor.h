@@ -91,10 +91,7 @@ struct SweepOutcome {
 StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results::Store& store,
                                     Launcher& launcher, const ExecutorOptions& options);
 
-// The run state a runner exit code means when the runner wrote its `end` line
-// (docs/protocol.md): 0 completed, 3 target_reached, 4 diverged, 5 budget_exhausted, 6 pruned,
-// else failed.
-results::RunState StateForExitCode(int exit_code);
+// What an attempt's exit code and end line make of its run: attempt_verdict.h (DecideAttempt).
 
 // Where attempt `attempt` of a run keeps its config, metrics and logs, for the database with id
 // `database_id` (empty: the layout before schema v5, `attempt-<n>`, only read for resuming).
