@@ -1,4 +1,5 @@
 #include "orchestrator/config_validation.h"
+#include "base/run_protocol.h"
 
 #include <algorithm>
 #include <fstream>
@@ -98,7 +99,7 @@ Status ValidateRunsWithRunner(const std::string& runner, const std::vector<Plann
       if (!seen.emplace(DistinctKey(run.config), checked.size()).second) continue;
       json c = run.config;
       c["attempt"] = 1;
-      c["metrics_path"] = (dir.path() / "metrics.jsonl").string();
+      c["metrics_path"] = (dir.path() / protocol::kMetricsFile).string();
       out << c.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
       checked.push_back(&run);
     }

@@ -1,4 +1,5 @@
 #include "orchestrator/local_launcher.h"
+#include "base/run_protocol.h"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -139,8 +140,8 @@ class LocalLauncher final : public Launcher {
     const std::string workdir = request.workdir.empty() ? dir : request.workdir;
     try {
       bp::child child(exe, bp::args(args), env,
-                      bp::std_in<bp::null, bp::std_out>(dir + "/stdout.log"),
-                      bp::std_err > (dir + "/stderr.log"), bp::start_dir(workdir), ChildSetup{});
+                      bp::std_in<bp::null, bp::std_out>(dir + "/" + protocol::kStdoutFile),
+                      bp::std_err > (dir + "/" + protocol::kStderrFile), bp::start_dir(workdir), ChildSetup{});
       nlohmann::json launch = {{"backend", "local"},
                                {"pid", child.id()},
                                {"host", host_},

@@ -1,4 +1,5 @@
 #include "orchestrator/program.h"
+#include "base/run_protocol.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -161,8 +162,8 @@ Status ValidateWithCommand(const std::vector<std::string>& command, const std::s
   }
   json c = config;
   c["attempt"] = 1;
-  c["metrics_path"] = (dir / "metrics.jsonl").string();
-  const std::string path = (dir / "config.json").string();
+  c["metrics_path"] = (dir / protocol::kMetricsFile).string();
+  const std::string path = (dir / protocol::kConfigFile).string();
   std::ofstream(path) << c.dump(2) << "\n";
   std::vector<std::string> argv = command;
   argv.insert(argv.end(), {"--validate", "--config", path});

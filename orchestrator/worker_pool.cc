@@ -1,4 +1,5 @@
 #include "orchestrator/worker_pool.h"
+#include "base/run_protocol.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -46,7 +47,7 @@ double SteadySeconds() {
 // Appends the worker's own log to the attempt's: what the launcher (mpirun, slurmstepd) said when
 // the worker ended in the middle of the run, kept after the pool removes the worker's folder.
 void AppendWorkerLog(const std::string& worker_dir, const std::string& attempt_dir) {
-  for (const char* name : {"stdout.log", "stderr.log"}) {
+  for (const char* name : {protocol::kStdoutFile, protocol::kStderrFile}) {
     std::ifstream in(worker_dir + "/" + name);
     std::stringstream text;
     text << in.rdbuf();

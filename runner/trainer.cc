@@ -1,5 +1,6 @@
 // The training loop of one rank (see trainer.h for the shape of a step).
 #include "runner/trainer.h"
+#include "base/run_protocol.h"
 
 #include <unistd.h>
 
@@ -162,7 +163,7 @@ void Trainer::Allreduce(torch::Tensor& tensor, ReduceOp op) {
 
 void Trainer::set_stop_file(std::string path) {
   stop_file_ = std::move(path);
-  prune_file_ = (std::filesystem::path(stop_file_).parent_path() / "prune_at").string();
+  prune_file_ = (std::filesystem::path(stop_file_).parent_path() / protocol::kPruneAtFile).string();
 }
 
 void Trainer::CheckPruneBound() {

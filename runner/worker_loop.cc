@@ -1,4 +1,5 @@
 #include "runner/worker_loop.h"
+#include "base/run_protocol.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -43,8 +44,8 @@ class RunOutput {
 
   void To(const std::string& dir) {
     FlushAll();
-    Redirect(dir + "/stdout.log", 1);
-    Redirect(dir + "/stderr.log", 2);
+    Redirect(dir + "/" + protocol::kStdoutFile, 1);
+    Redirect(dir + "/" + protocol::kStderrFile, 2);
   }
   void Back() {
     FlushAll();
