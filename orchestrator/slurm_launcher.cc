@@ -11,6 +11,8 @@
 #include <boost/process/search_path.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/run_protocol.h"
+
 #include "orchestrator/captured_command.h"
 #include "orchestrator/local_launcher.h"
 
