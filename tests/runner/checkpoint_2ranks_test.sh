@@ -6,15 +6,17 @@
 #   2. every rank SIGKILLed mid-run (between steps or during a checkpoint write, wherever it
 #      lands), a new attempt resumes from the newest checkpoint whose shards all load, and ends
 #      the same, byte for byte.
-# Usage: checkpoint_2ranks_test.sh MPIRUN RUNNER WORKDIR
+# And the C++ example workload (examples/cpp-workload: a model registered outside runner/, in
+# its own executable) resumed from a chosen step the same way.
+# Usage: checkpoint_2ranks_test.sh MPIRUN RUNNER WORKDIR [EXAMPLE_RUNNER]
 set -uo pipefail
-mpirun=$1 runner=$2 work=$3
+mpirun=$1 runner=$2 work=$3 example=${4:-}
 rm -rf "$work"
 mkdir -p "$work"
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 run() {  # run DIR: trains DIR/config.json on 2 ranks, dumping DIR/params.rank{0,1}
-  "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np 2 "$runner" \
+  "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np 2 "${RUNNER_BIN:-$runner}" \
     --config "$1/config.json" --dump-params "$1/params" > "$1/out.log" 2>&1
 }
 config() {  # config DIR MODE STEPS
@@ -139,6 +141,27 @@ for mode in async_ps backup; do
     fail "$mode: the resumed run failed: $(tail -3 "$second/out.log")"
   fi
 done
+# 4. The C++ example workload's own model (res_mlp) through its own executable.
+if [[ -n $example ]]; then
+  full=$work/example-full only=$work/example-only10 resumed=$work/example-resumed10
+  for d in "$full" "$resumed"; do
+    config "$d" allreduce 24
+    sed -i 's/"model": {"name": "mlp", "hidden": \[32\]}/"model": {"name": "res_mlp", "hidden": [32], "blocks": 2}/' "$d/config.json"
+  done
+  if RUNNER_BIN=$example run "$full"; then
+    mkdir -p "$only/checkpoints"
+    cp "$full"/checkpoints/step-00000010.rank-*.ckpt "$only/checkpoints/"
+    resume_file "$resumed" "$only"
+    if RUNNER_BIN=$example run "$resumed"; then
+      same_end "example res_mlp from step 10" "$full" "$resumed" 10
+      echo "ok example workload (res_mlp): resumed from step 10, parameters and losses equal"
+    else
+      fail "example: the resumed run failed: $(tail -3 "$resumed/out.log")"
+    fi
+  else
+    fail "example: the uninterrupted run failed: $(tail -3 "$full/out.log")"
+  fi
+fi
 if ((failures > 0)); then
   echo "$failures failure(s)"
   exit 1
