@@ -69,8 +69,9 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   params_ = model_->parameters();
   param_count_ = model_->ParameterCount();
   precision_ = ParsePrecision(config_.precision);
+  sync_ = ParseSyncMode(config_.comm.sync);
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
-  if (world_ > 1 && config_.comm.sync == "allreduce") {
+  if (world_ > 1 && sync_ == SyncMode::kAllreduce) {
     stats_ = torch::zeros({kStatSlots}, torch::TensorOptions().requires_grad(true));
     stats_.mutable_grad() = torch::zeros({kStatSlots});
     std::vector<torch::Tensor> bucketed = params_;
@@ -89,7 +90,7 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
 
   // async_ps: rank 0 serves, ranks 1..K-1 read the data as K-1 ranks would (so one worker reads
   // it as a one-rank run does), and a step is one worker's update of its local batch.
-  const bool async_ps = config_.comm.sync == "async_ps";
+  const bool async_ps = sync_ == SyncMode::kAsyncPs;
   const int shard_rank = async_ps ? std::max(rank_ - 1, 0) : rank_;
   const int shards = async_ps ? world_ - 1 : world_;
   sampler_ = std::make_unique<ShardSampler>(data_.train_size(), config_.seed, shard_rank, shards,
@@ -103,7 +104,7 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
 
   lr_ = std::make_unique<LrSchedule>(config_.lr, config_.batch_size, total_steps_, spe);
   optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));
-  if (config_.comm.sync == "lag") {
+  if (sync_ == SyncMode::kLag) {
     lagged_ = std::make_unique<LaggedGradient>(param_count_, comm_, timeout);
   }
 
@@ -201,7 +202,7 @@ double Trainer::ComputeGradients(bool measure_micro) {
   if (measure_micro && m == 1 && local >= 2 && local % 2 == 0) m = 2;  // two half-batches
   const int64_t mb = local / m;
   const bool measured = measure_micro && m > 1;
-  const bool bf16 = config_.precision == "bf16";
+  const bool bf16 = precision_ == Precision::kBf16;
 
   ZeroGradients();
   if (measured) prev_grad_.zero_();
@@ -273,7 +274,7 @@ EvalResult Trainer::Evaluate(bool collective) {
 }
 
 bool Trainer::ParameterServerMode() const {
-  return config_.comm.sync == "async_ps" || config_.comm.sync == "backup";
+  return IsParameterServer(sync_);
 }
 
 void Trainer::WriteStart() {
@@ -363,7 +364,7 @@ bool Trainer::Decide(double loss, bool stop, bool collective_eval) {
 }
 
 nlohmann::ordered_json Trainer::StepLine(double loss, const SyncFacts& sync) const {
-  const double epoch = ParameterServerMode() && config_.comm.sync == "async_ps"
+  const double epoch = sync_ == SyncMode::kAsyncPs
                            ? static_cast<double>(step_ * samples_per_step_ / data_.train_size())
                            : static_cast<double>(sampler_->epoch());
   return {{"kind", "step"},
@@ -421,8 +422,7 @@ Outcome Trainer::Run() {
 }
 
 Outcome Trainer::RunCollective() {
-  const std::string& sync = config_.comm.sync;
-  const bool lag = sync == "lag", local_sgd = sync == "local_sgd";
+  const bool lag = sync_ == SyncMode::kLag, local_sgd = sync_ == SyncMode::kLocalSgd;
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
   float* extra = buckets_ ? stats_.grad().data_ptr<float>() : nullptr;
   // lag, local_sgd: the step's shared values in a collective of their own (same slots).
@@ -436,7 +436,8 @@ Outcome Trainer::RunCollective() {
   while (total_steps_ == 0 || step_ < total_steps_) {
     ++step_;
     const bool measure =
-        sync == "allreduce" && config_.gns_every_steps > 0 && step_ % config_.gns_every_steps == 0;
+        sync_ == SyncMode::kAllreduce && config_.gns_every_steps > 0 &&
+        step_ % config_.gns_every_steps == 0;
     const Clock::time_point t0 = Clock::now();
     GatherBatch();
     const Clock::time_point t1 = Clock::now();

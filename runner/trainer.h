@@ -50,6 +50,7 @@
 #include "runner/run_config.h"
 #include "runner/sync/lagged_gradient.h"
 #include "runner/sync/straggler.h"
+#include "runner/sync/sync_mode.h"
 
 namespace batchlab::runner {
 
@@ -182,7 +183,8 @@ class Trainer {
   std::unique_ptr<LrSchedule> lr_;
   std::unique_ptr<ShardSampler> sampler_;
 
-  Precision precision_ = Precision::kFp32;
+  Precision precision_ = Precision::kFp32;  // config "precision", parsed once
+  SyncMode sync_ = SyncMode::kAllreduce;    // config "comm.sync", parsed once
   std::unique_ptr<GradientBuckets> buckets_;  // K > 1
   // 1/K with buckets_ (the loss carries the average's 1/K, so the buckets are summed: no division
   // pass over them), else 1. The shared slots in the buckets carry the same factor.

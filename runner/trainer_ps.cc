@@ -63,7 +63,7 @@ void Pause(int polls) {
 }  // namespace
 
 Outcome Trainer::RunServer() {
-  const bool backup = config_.comm.sync == "backup";
+  const bool backup = sync_ == SyncMode::kBackup;
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
   const int64_t p_count = param_count_;
   const int64_t need = backup ? world_ - config_.comm.backup_workers : 1;
