@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
 
+#include "base/closest_name.h"
 #include "base/spec_bounds.h"
 #include "orchestrator/config_schema.h"
 #include "orchestrator/expansion.h"
@@ -37,7 +38,7 @@ Status OnlyKeys(const ordered_json& obj, const std::string& where,
       std::string path = JoinPath(where, it.key());
       return Bad(path, "unknown field; allowed " +
                            (where.empty() ? std::string("at the top level") : "here") + ": " +
-                           list);
+                           list + DidYouMean(it.key(), allowed));
     }
   }
   return OkStatus();
@@ -588,20 +589,21 @@ StatusOr<Spec> ParseSpec(const std::string& text, const std::string& source) {
 StatusOr<Spec> LoadSpecFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("{}: cannot read the spec file", path));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) {
-    return InvalidArgumentError(fmt::format("{}: not a regular file", path));
+  // Bounded while reading, not after: a device (/dev/zero), a pipe or a huge file is refused as
+  // soon as it passes the limit, whatever its reported size.
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxSpecBytes) {
+      return InvalidArgumentError(fmt::format(
+          "{}: (top level): the spec is more than the {} bytes a spec may have; pass a JSON spec "
+          "file (docs/spec.md)",
+          path, kMaxSpecBytes));
+    }
   }
-  if (static_cast<size_t>(size) > kMaxSpecBytes) {
-    return InvalidArgumentError(
-        fmt::format("{}: (top level): the spec is {} bytes, more than the {} a spec may have", path,
-                    size, kMaxSpecBytes));
-  }
-  in.seekg(0, std::ios::beg);
-  std::ostringstream text;
-  text << in.rdbuf();
-  BATCHLAB_ASSIGN_OR_RETURN(Spec spec, ParseSpec(text.str(), path));
+  if (in.bad()) return NotFoundError(fmt::format("{}: cannot read the spec file", path));
+  BATCHLAB_ASSIGN_OR_RETURN(Spec spec, ParseSpec(text, path));
   spec.source_dir = boost::filesystem::absolute(path).parent_path().lexically_normal().string();
   return spec;
 }
