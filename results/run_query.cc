@@ -97,16 +97,20 @@ StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
     BATCHLAB_RETURN_IF_ERROR(ParseRunState(*o.state).status().WithContext("--state"));
     sql += " AND state = ?";
   }
-  for (const auto& f : o.where) {
-    if (f.is_param) BATCHLAB_RETURN_IF_ERROR(CheckParamName(db, f.column));
-    sql += " AND " + WhereSql(f);
+  for (const WhereExpr& e : o.where) {
+    for (const auto& group : e.any_of) {
+      for (const WhereFilter& f : group) {
+        if (f.is_param) BATCHLAB_RETURN_IF_ERROR(CheckParamName(db, f.column));
+      }
+    }
+    sql += " AND " + WhereSql(e);
   }
   sql += " ORDER BY sweep_id, ordinal, run_id";
   BATCHLAB_ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
   int index = 1;
   if (sweep_id) st.BindInt(index++, *sweep_id);
   if (o.state) st.BindText(index++, *o.state);
-  for (const auto& f : o.where) index = BindWhereValue(st, index, f);
+  for (const WhereExpr& e : o.where) index = BindWhereValue(st, index, e);
   return st;
 }
 
