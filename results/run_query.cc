@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "base/closest_name.h"
 #include "results/store.h"
 
 namespace batchlab::results {
@@ -37,15 +38,18 @@ StatusOr<SweepVersion> ResolveSweep(Database& db, const std::string& name,
   BATCHLAB_ASSIGN_OR_RETURN(Statement all,
                             db.Prepare("SELECT name || ' (v' || max(version) || ')' FROM sweeps "
                                        "GROUP BY name ORDER BY name"));
-  std::vector<std::string> known;
+  std::vector<std::string> known, names;
   while (true) {
     BATCHLAB_ASSIGN_OR_RETURN(bool r, all.Step());
     if (!r) break;
     known.push_back(all.ColumnText(0));
+    names.push_back(known.back().substr(0, known.back().rfind(" (v")));
   }
-  const std::string what = version ? fmt::format("--sweep '{}' version {}", name, *version)
-                                   : fmt::format("--sweep '{}'", name);
-  return NotFoundError(fmt::format("{} is not in {}; sweeps there: {}", what, db.path(),
+  // "sweep", not "--sweep": `sweep status NAME` names it without the flag.
+  const std::string what = version ? fmt::format("sweep '{}' version {}", name, *version)
+                                   : fmt::format("sweep '{}'", name);
+  return NotFoundError(fmt::format("{} is not in {}{}; sweeps there: {}", what, db.path(),
+                                   version ? "" : DidYouMean(name, names),
                                    known.empty() ? "none (run `batchlab sweep run SPEC` first)"
                                                  : fmt::format("{}", fmt::join(known, ", "))));
 }
@@ -121,7 +125,8 @@ StatusOr<Statement> PrepareSweepList(Database& db) {
       "('completed','target_reached','budget_exhausted','diverged','pruned')), 0) "
       "AS finished, coalesce(sum(r.state = 'running'), 0) AS running, "
       "coalesce(sum(r.state = 'pending'), 0) AS pending, "
-      "coalesce(sum(r.state IN ('failed','timed_out','cancelled')), 0) AS failed, "
+      "coalesce(sum(r.state IN ('failed','timed_out')), 0) AS failed, "
+      "coalesce(sum(r.state = 'cancelled'), 0) AS cancelled, "
       "s.spec_hash AS spec_hash, s.created_at AS created_at "
       "FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id "
       "GROUP BY s.id ORDER BY s.name, s.version");
