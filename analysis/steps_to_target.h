@@ -70,6 +70,15 @@ struct TargetHit {
   double flops_per_step = 0;  // the run's stored fact (0: not reported), whatever its status
 };
 
+// The one definition of the time-to-target figure of the analysis (tables, report,
+// recommendation), named `train_seconds` wherever it is shown; the results database's
+// `target_seconds` is a different figure (wall clock) and is named so.
+inline constexpr const char* kTrainSecondsDefinition =
+    "train_seconds = training time to the first evaluation that met the target: the sum of the "
+    "steps' step_seconds, evaluations and start-up excluded (the `seconds` metric where a program "
+    "logs no step_seconds); `results show` also gives target_seconds, the wall-clock time from "
+    "the run's start to that evaluation, evaluations and start-up included";
+
 // The hit of one run. `seconds` sums step_seconds over steps <= step when the run logged it
 // (training time without evaluation); otherwise it is the `seconds` metric at that step.
 TargetHit FindTargetHit(const RunData& run, const Target& target);
