@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "base/run_protocol.h"
+#include "orchestrator/failure_reason.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -83,7 +84,11 @@ AttemptVerdict DecideAttempt(const AttemptReport& r) {
               : r.exit_code ? fmt::format("exited {}", *r.exit_code)
                             : "ended without an exit code";
   if (!r.detail.empty()) v.message += " [" + r.detail + "]";
-  if (!r.stderr_tail.empty()) v.message += ": " + r.stderr_tail;
+  // The first line is the reason people read: the program's last error line (failure_reason.h),
+  // not a traceback header; the whole tail follows it in the recorded event.
+  const std::string reason = FailureReason(r.stderr_tail);
+  if (!reason.empty()) v.message += ": " + reason;
+  if (!r.stderr_tail.empty() && r.stderr_tail != reason) v.message += "\n" + r.stderr_tail;
   // A bad config, or a job the backend can never run: retries cannot help.
   v.retryable = r.exit_code != protocol::kExitBadConfig && !r.unrunnable;
   return v;
