@@ -46,6 +46,7 @@ enum class HitStatus {
   kUnfinished,    // pending or still running
   kNoMetric,      // the run never logged the target metric
   kPruned,        // stopped early by exact pruning: it could no longer change the best per batch
+  kStalled,       // stopped by the opt-in stall rule: neither reached nor missed the target
 };
 const char* HitStatusName(HitStatus s);  // "reached", "never_reached", ...
 
@@ -96,6 +97,7 @@ struct BatchBest {
   int unfinished = 0;  // pending or running
   int no_metric = 0;
   int pruned = 0;                  // stopped early: their configuration could no longer be the best
+  int stalled = 0;                 // stopped by the stall rule (no better than chance)
   std::optional<TargetHit> best;   // the fastest (fewest steps) seed of the best configuration
   double best_steps = 0;           // mean steps over the best configuration's seeds
   double best_samples = 0;         // mean samples over them

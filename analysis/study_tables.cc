@@ -89,12 +89,14 @@ std::vector<Table> TargetTables(const TargetSection& target) {
       "steps_to_target",
       "Best steps to target per batch size (" + tgt + ")",
       {"batch_size", "runs", "reached", "never_reached", "diverged", "failed", "unfinished",
-       "no_metric", "pruned", "best_steps", "best_samples", "seeds", "best_run_id", "best_run"},
+       "no_metric", "pruned", "stalled", "best_steps", "best_samples", "seeds", "best_run_id",
+       "best_run"},
       {},
       {}};
   for (const BatchBest& b : target.best) {
     best.rows.push_back({I(b.batch_size), I(b.runs), I(b.reached), I(b.never_reached),
                          I(b.diverged), I(b.failed), I(b.unfinished), I(b.no_metric), I(b.pruned),
+                         I(b.stalled),
                          b.best ? N(b.best_steps) : "", b.best ? N(b.best_samples) : "",
                          I(static_cast<int64_t>(b.seed_steps.size())), b.best ? b.best->run_id : "",
                          b.best ? b.best->label : ""});
@@ -102,7 +104,8 @@ std::vector<Table> TargetTables(const TargetSection& target) {
   best.notes.push_back(
       "Best over the other swept values (learning rate, rule, optimizer) as in Shallue et al. "
       "2018; a configuration counts only if all its seeds reached the target (steps: seed mean). "
-      "runs = reached + never_reached + diverged + failed + unfinished + no_metric + pruned; "
+      "runs = reached + never_reached + diverged + failed + unfinished + no_metric + pruned + "
+      "stalled; "
       "best_steps is empty where no configuration reached the target.");
   for (const std::string& w : target.warnings) best.notes.push_back("Warning: " + w + ".");
   if (target.lr_found.empty()) return {best, runs};

@@ -254,9 +254,10 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
     fmt::print(stderr, "[{}] version {} extended: {}\n", spec.name, out.version, out.extended);
   }
   fmt::print(stderr,
-             "[{}] version {}: {}: {} finished now, {} pruned, {} skipped (already finished), "
+             "[{}] version {}: {}: {} finished now, {} pruned{}, {} skipped (already finished), "
              "{} failed, {} cancelled; {}; wall {:.1f} s, lower bound {:.1f} s\n",
-             spec.name, out.version, Count(out.total, "run"), out.succeeded, out.pruned, out.skipped, out.failed,
+             spec.name, out.version, Count(out.total, "run"), out.succeeded, out.pruned,
+             out.stalled > 0 ? fmt::format(", {} stalled", out.stalled) : "", out.skipped, out.failed,
              out.cancelled, Count(out.attempts, "attempt"), out.wall_seconds,
              out.lower_bound_seconds);
   if (spec.lr_search.enabled) {

@@ -34,13 +34,19 @@ AttemptVerdict DecideAttempt(const AttemptReport& r) {
   if (!v.code && r.signal) v.code = 128 + *r.signal;
   const std::optional<RunState> by_code = r.exit_code ? FinalStateOfCode(*r.exit_code) : std::nullopt;
   const std::optional<RunState> by_end = FinalStateOfOutcome(r.end_outcome);
+  // The stall rule asks through the pruning stop file: the program ends as pruned.
+  const auto stalled = [&r](RunState s) { return s == RunState::kPruned && r.stalled; };
   if (by_code && r.saw_end) {  // 1
     v.state = *by_code;
     v.pruned_at_bound = *by_code == RunState::kPruned && !r.prune_sent;
+    if (stalled(v.state)) {
+      v.state = RunState::kStalled;
+      v.message = r.prune_reason;
+    }
     return v;
   }
   if (by_end) {  // 2
-    v.state = *by_end;
+    v.state = stalled(*by_end) ? RunState::kStalled : *by_end;
     v.message = fmt::format("{} after its end line ({}); the end line's outcome is kept",
                             r.timed_out        ? "timed out"
                             : r.stop_after_end ? "did not exit and was stopped"
@@ -59,8 +65,8 @@ AttemptVerdict DecideAttempt(const AttemptReport& r) {
     return v;
   }
   if (r.prune_sent) {  // 4
-    v.state = RunState::kPruned;
-    v.message = "pruned: " + r.prune_reason;
+    v.state = r.stalled ? RunState::kStalled : RunState::kPruned;
+    v.message = r.stalled ? r.prune_reason : "pruned: " + r.prune_reason;
     return v;
   }
   if (r.stopping) {  // 5

@@ -505,7 +505,8 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
   BATCHLAB_RETURN_IF_ERROR(OnlyKeys(
       doc, "",
       {"$schema", "name", "description", "base", "axes", "zip", "random", "constraints", "seeds",
-       "repeats", "seed", "max_runs", "resources", "launch", "slurm", "prune", "lr_search"}));
+       "repeats", "seed", "max_runs", "resources", "launch", "slurm", "prune", "lr_search",
+        "stall"}));
   if (!doc.contains("name")) return Bad("name", "is missing (the sweep's name)");
   BATCHLAB_ASSIGN_OR_RETURN(spec->name, String(doc["name"], "name"));
   if (spec->name.empty() || spec->name.size() > 64 ||
@@ -546,6 +547,25 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
     return Bad("launch.env.CUDA_VISIBLE_DEVICES",
                "is set by batchlab for a run with resources.gpus_per_rank > 0 (to the GPUs it "
                "hands the run); remove it from launch.env, or limit the GPUs with `--gpus N`");
+  }
+  if (doc.contains("stall")) {
+    const ordered_json& s = doc["stall"];
+    if (!s.is_object()) {
+      return Bad("stall", "is not an object such as {\"evals\": 5, \"chance\": 0.1}");
+    }
+    BATCHLAB_RETURN_IF_ERROR(OnlyKeys(s, "stall", {"evals", "chance"}));
+    if (!s.contains("evals")) {
+      return Bad("stall.evals", "is missing: the number of evaluations in a row at the chance "
+                                "level or worse that stop a run, e.g. 5");
+    }
+    BATCHLAB_ASSIGN_OR_RETURN(const long long evals, Integer(s["evals"], "stall.evals", 2, 1000));
+    if (!s.contains("chance") || !s["chance"].is_number() ||
+        !std::isfinite(s["chance"].get<double>())) {
+      return Bad("stall.chance",
+                 "is missing or not a number: the target metric's chance level, e.g. 0.1 for "
+                 "test_accuracy on 10 classes");
+    }
+    spec->stall = Spec::StallRule{static_cast<int>(evals), s["chance"].get<double>()};
   }
   if (doc.contains("prune")) {
     if (!doc["prune"].is_boolean()) {

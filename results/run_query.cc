@@ -122,7 +122,7 @@ StatusOr<Statement> PrepareSweepList(Database& db) {
   return db.Prepare(
       "SELECT s.name AS sweep, s.version AS version, count(r.run_key) AS runs, "
       "coalesce(sum(r.state IN "
-      "('completed','target_reached','budget_exhausted','diverged','pruned')), 0) "
+      "('completed','target_reached','budget_exhausted','diverged','pruned','stalled')), 0) "
       "AS finished, coalesce(sum(r.state = 'running'), 0) AS running, "
       "coalesce(sum(r.state = 'pending'), 0) AS pending, "
       "coalesce(sum(r.state IN ('failed','timed_out')), 0) AS failed, "

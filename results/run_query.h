@@ -49,7 +49,7 @@ StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
                                  std::optional<int> version = std::nullopt);
 
 // Every sweep version with its run counts by outcome: sweep, version, runs, finished (completed,
-// target_reached, budget_exhausted, diverged, pruned), running, pending, failed (failed,
+// target_reached, budget_exhausted, diverged, pruned, stalled), running, pending, failed (failed,
 // timed_out), cancelled (stopped by a signal; the same `sweep run` resumes them), spec_hash,
 // created_at; by name, then version.
 StatusOr<Statement> PrepareSweepList(Database& db);
