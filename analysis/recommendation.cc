@@ -289,7 +289,7 @@ Table RecommendationTable(const RecommendationSection& s) {
                                                         : s.measured.front().compute_unit);
   Table t{"recommendation",
           fmt::format("Recommended batch size and rank count (compute in {})", unit),
-          {"basis", "prefer", "batch_size", "ranks", "seconds", "compute", "speedup",
+          {"basis", "prefer", "batch_size", "ranks", "train_seconds", "compute", "speedup",
            "compute_ratio", "vs"},
           {},
           {}};
@@ -300,8 +300,8 @@ Table RecommendationTable(const RecommendationSection& s) {
           {r.basis,
            std::string(PreferenceName(r.prefer)) + (r.prefer == s.prefer ? " (chosen)" : ""),
            std::to_string(r.choice.batch_size), std::to_string(r.choice.world_size),
-           FormatNumber(r.choice.seconds), FormatNumber(r.choice.compute), FormatNumber(r.speedup),
-           FormatNumber(r.compute_ratio),
+           results::ExactNumber(r.choice.seconds), results::ExactNumber(r.choice.compute),
+           results::ExactNumber(r.speedup), results::ExactNumber(r.compute_ratio),
            fmt::format("B={} K={}", r.baseline.batch_size, r.baseline.world_size)});
     }
   }
@@ -310,8 +310,8 @@ Table RecommendationTable(const RecommendationSection& s) {
       fmt::format("speedup = time to target of the smallest batch size (fewest ranks) / this "
                   "one's; compute_ratio = this one's {} / the smallest batch's. balanced = least "
                   "time x compute. Projected rows are a model (see the projection table), not "
-                  "measurements.",
-                  unit));
+                  "measurements. {}.",
+                  unit, kTrainSecondsDefinition));
   return t;
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "analysis/study_tables.h"
+#include "base/count_text.h"
 
 namespace batchlab::analysis {
 
@@ -71,10 +72,11 @@ std::vector<std::string> Summary(const Study& s) {
     const TargetHit& fast = *s.pareto.hits[s.pareto.frontier.front()];
     const TargetHit& cheap = *s.pareto.hits[s.pareto.frontier.back()];
     out.push_back(fmt::format(
-        "Fastest to target: {} in {} s; cheapest: {} with {} {} ({} runs on the frontier).",
+        "Fastest to target: {} in {} s of training (train_seconds); cheapest: {} with {} {} ({} on "
+        "the frontier).",
         fast.label, N(fast.seconds), cheap.label,
         N(s.pareto.points[s.pareto.frontier.back()].compute),
-        ComputeUnitName(s.pareto.compute.unit), s.pareto.frontier.size()));
+        ComputeUnitName(s.pareto.compute.unit), Count(static_cast<long long>(s.pareto.frontier.size()), "run")));
   }
   for (std::string& line : SyncSummary(s.sync)) out.push_back(std::move(line));
   if (!s.scaling.alpha_beta_status.ok()) {

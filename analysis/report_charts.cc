@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/core.h>
 
@@ -28,12 +29,28 @@ json Quant(const std::string& field, const std::string& title, bool log) {
   return e;
 }
 
-// Colour by batch size; the legend toggles every series of a batch size.
-json ColorByBatch() {
+// Every batch size the report's charts can show (runs, projected points, scaling groups),
+// increasing: the one colour domain of the whole report.
+std::vector<int64_t> BatchSizes(const Study& s) {
+  std::set<int64_t> b;
+  for (const TargetHit& h : s.target.hits) b.insert(h.batch_size);
+  for (const RunCurves& r : s.curves.runs) b.insert(r.batch_size);
+  for (const GnsRun& r : s.gns.runs) b.insert(r.batch_size);
+  for (const ProjectedPoint& p : s.projection.points) b.insert(p.batch_size);
+  for (const ScalingRow& r : s.scaling.strong) {
+    if (r.group.rfind("B=", 0) == 0) b.insert(std::atoll(r.group.c_str() + 2));
+  }
+  b.erase(0);
+  return {b.begin(), b.end()};
+}
+
+// Colour by batch size, one colour per batch size across the whole report (the domain is every
+// batch size of the study, whichever a chart draws); the legend toggles a batch size's series.
+json ColorByBatch(const Study& s) {
   return {{"field", "batch_size"},
           {"type", "ordinal"},
           {"title", "batch size"},
-          {"scale", {{"scheme", "viridis"}}}};
+          {"scale", {{"scheme", "viridis"}, {"domain", BatchSizes(s)}}}};
 }
 json LegendToggle() {
   return json::array({{{"name", "pick"},
@@ -78,9 +95,11 @@ const RunCurves* CurvesOf(const Study& s, const std::string& run_id) {
 }
 
 std::string NotReachedStatus(HitStatus st) {
-  return st == HitStatus::kDiverged ? "diverged"
-         : st == HitStatus::kFailed ? "failed"
-                                    : "never reached";
+  return st == HitStatus::kDiverged  ? "diverged"
+         : st == HitStatus::kFailed  ? "failed"
+         : st == HitStatus::kPruned  ? "pruned"
+         : st == HitStatus::kStalled ? "stalled"
+                                     : "never reached";
 }
 
 std::optional<Chart> StepsChart(const Study& s) {
@@ -98,7 +117,8 @@ std::optional<Chart> StepsChart(const Study& s) {
       row["kind"] = best.count(h.run_id) ? "best at its batch size" : "reached";
       reached.push_back(row);
     } else if (h.status == HitStatus::kNeverReached || h.status == HitStatus::kDiverged ||
-               h.status == HitStatus::kFailed) {
+               h.status == HitStatus::kFailed || h.status == HitStatus::kPruned ||
+               h.status == HitStatus::kStalled) {
       const RunCurves* c = CurvesOf(s, h.run_id);
       if (c == nullptr || c->last_step <= 0) continue;
       row["steps"] = c->last_step;
@@ -109,7 +129,8 @@ std::optional<Chart> StepsChart(const Study& s) {
   if (reached.empty() && missed.empty()) return std::nullopt;
   Chart c{"steps_to_target", "Steps to target vs batch size", "", {}};
   json spec = Base(c.title, "target " + s.target.target.ToString() +
-                                "; open triangles: runs that stopped without reaching it");
+                                "; open triangles: runs that stopped without reaching it (never "
+                                "reached, diverged, failed, pruned, stalled)");
   json x = Quant("batch_size", "global batch size", true);
   json y = Quant("steps", "steps", true);
   json layers = json::array();
@@ -120,7 +141,7 @@ std::optional<Chart> StepsChart(const Study& s) {
                     {"encoding",
                      {{"x", x},
                       {"y", y},
-                      {"color", ColorByBatch()},
+                      {"color", ColorByBatch(s)},
                       {"shape", {{"field", "kind"}, {"type", "nominal"}, {"title", "run"}}},
                       {"opacity", ToggledOpacity(0.1)},
                       {"tooltip", Tooltip({{"steps", "steps to target"}, {"kind", "status"}})}}}});
@@ -132,7 +153,7 @@ std::optional<Chart> StepsChart(const Study& s) {
          {"encoding",
           {{"x", x},
            {"y", y},
-           {"color", ColorByBatch()},
+           {"color", ColorByBatch(s)},
            {"tooltip", Tooltip({{"steps", "last step"}, {"kind", "status"}})}}}});
   }
   std::vector<std::string> parts;
@@ -171,8 +192,34 @@ std::optional<Chart> StepsChart(const Study& s) {
                       {"data", {{"values", fit}}},
                       {"mark", {{"type", "line"}, {"color", "#d62728"}, {"strokeDash", {6, 3}}}},
                       {"encoding", {{"x", x}, {"y", y}}}});
-    parts.push_back(fmt::format("the fit S_min(1 + B_crit/B) (dashed) puts B_crit at {} ({} to {})",
-                                N(f.b_crit.value), N(f.b_crit.low), N(f.b_crit.high)));
+    // B_crit itself: a vertical rule, and its interval as a band behind the points.
+    if (Positive(f.b_crit.value)) {
+      json mark = {{"b_crit", f.b_crit.value}};
+      const bool band = Positive(f.b_crit.low) && Positive(f.b_crit.high);
+      if (band) {
+        mark["low"] = f.b_crit.low;
+        mark["high"] = f.b_crit.high;
+        const json interval = {{"name", "b_crit_interval"},
+                       {"data", {{"values", json::array({mark})}}},
+                       {"mark", {{"type", "rect"}, {"color", "#d62728"}, {"opacity", 0.08}}},
+                       {"encoding",
+                        {{"x", Quant("low", "global batch size", true)},
+                         {"x2", {{"field", "high"}}},
+                         {"tooltip", json::array({{{"field", "low"}, {"title", "B_crit from"}},
+                                                  {{"field", "high"}, {"title", "B_crit to"}}})}}}};
+        layers.insert(layers.begin(), interval);  // behind the points
+      }
+      layers.push_back(
+          {{"name", "b_crit"},
+           {"data", {{"values", json::array({mark})}}},
+           {"mark", {{"type", "rule"}, {"color", "#d62728"}, {"strokeWidth", 1.5}}},
+           {"encoding",
+            {{"x", Quant("b_crit", "global batch size", true)},
+             {"tooltip", json::array({{{"field", "b_crit"}, {"title", "B_crit"}}})}}}});
+    }
+    parts.push_back(fmt::format(
+        "the fit S_min(1 + B_crit/B) (dashed) puts B_crit at {} ({} to {}; the red rule and band)",
+        N(f.b_crit.value), N(f.b_crit.low), N(f.b_crit.high)));
   }
   if (!missed.empty()) {
     parts.push_back(fmt::format("{} run(s) stopped without reaching it", missed.size()));
@@ -243,7 +290,7 @@ std::optional<Chart> ParetoChart(const Study& s) {
        {"encoding",
         {{"x", x},
          {"y", y},
-         {"color", ColorByBatch()},
+         {"color", ColorByBatch(s)},
          {"shape", {{"field", "frontier"}, {"type", "nominal"}, {"title", "run"}}},
          {"opacity", ToggledOpacity(0.1)},
          {"tooltip",
@@ -266,7 +313,7 @@ std::optional<Chart> ParetoChart(const Study& s) {
          {"encoding",
           {{"x", x},
            {"y", y},
-           {"color", ColorByBatch()},
+           {"color", ColorByBatch(s)},
            {"tooltip", Tooltip({{"seconds", "seconds"}, {"kind", "status"}})}}}});
   }
   if (!front.empty()) {
@@ -349,7 +396,7 @@ std::optional<Chart> CurveChart(const Study& s, const CurveInfo& info) {
   spec["mark"] = {{"type", "line"}, {"clip", true}, {"strokeWidth", 1.5}};
   spec["encoding"] = {
       {"x", Quant("step", "step", false)}, {"y", y},
-      {"detail", {{"field", "run"}}},      {"color", ColorByBatch()},
+      {"detail", {{"field", "run"}}},      {"color", ColorByBatch(s)},
       {"opacity", ToggledOpacity(0.06)},   {"tooltip", Tooltip({{"batch_size", "batch size"}})}};
   spec["name"] = "curves";
   c.spec = spec;
@@ -398,7 +445,7 @@ std::optional<Chart> GnsChart(const Study& s) {
   spec["mark"] = {{"type", "line"}, {"strokeWidth", 1.5}};
   spec["encoding"] = {
       {"x", Quant("step", "step", false)}, {"y", Quant("b_simple", "B_simple (samples)", true)},
-      {"detail", {{"field", "run"}}},      {"color", ColorByBatch()},
+      {"detail", {{"field", "run"}}},      {"color", ColorByBatch(s)},
       {"opacity", ToggledOpacity(0.06)},   {"tooltip", Tooltip({{"batch_size", "batch size"}})}};
   c.spec = spec;
   if (s.gns.median) {
@@ -442,7 +489,7 @@ std::optional<Chart> ScalingChart(const Study& s) {
   x["axis"] = {{"values", ks}};
   json enc = {{"x", x},
               {"y", Quant("efficiency", "parallel efficiency", false)},
-              {"color", ColorByBatch()},
+              {"color", ColorByBatch(s)},
               {"opacity", {{"condition", {{"param", "pick"}, {"value", 1}}}, {"value", 0.1}}},
               {"tooltip", json::array({{{"field", "group"}},
                                        {{"field", "K"}, {"title", "ranks"}},
@@ -507,7 +554,7 @@ std::optional<Chart> ProjectionChart(const Study& s) {
        {"encoding",
         {{"x", x},
          {"y", y},
-         {"color", ColorByBatch()},
+         {"color", ColorByBatch(s)},
          {"shape", {{"field", "frontier"}, {"type", "nominal"}, {"title", "point"}}},
          {"opacity", ToggledOpacity(0.1)},
          {"tooltip",

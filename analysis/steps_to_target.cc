@@ -79,6 +79,8 @@ const char* HitStatusName(HitStatus s) {
       return "no_metric";
     case HitStatus::kPruned:
       return "pruned";
+    case HitStatus::kStalled:
+      return "stalled";
   }
   return "unknown";
 }
@@ -149,6 +151,8 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
   const std::string& st = run.state;
   if (st == "pruned") {
     hit.status = HitStatus::kPruned;
+  } else if (st == "stalled") {
+    hit.status = HitStatus::kStalled;
   } else if (st == "diverged" || HasNonFiniteLoss(run)) {
     hit.status = HitStatus::kDiverged;
   } else if (st == "pending" || st == "running" || st.empty()) {
@@ -200,6 +204,9 @@ std::vector<BatchBest> BestPerBatchSize(const std::vector<TargetHit>& hits) {
         break;
       case HitStatus::kPruned:
         ++b.pruned;
+        break;
+      case HitStatus::kStalled:
+        ++b.stalled;
         break;
     }
   }

@@ -46,6 +46,7 @@ enum class HitStatus {
   kUnfinished,    // pending or still running
   kNoMetric,      // the run never logged the target metric
   kPruned,        // stopped early by exact pruning: it could no longer change the best per batch
+  kStalled,       // stopped by the opt-in stall rule: neither reached nor missed the target
 };
 const char* HitStatusName(HitStatus s);  // "reached", "never_reached", ...
 
@@ -70,6 +71,15 @@ struct TargetHit {
   double flops_per_step = 0;  // the run's stored fact (0: not reported), whatever its status
 };
 
+// The one definition of the time-to-target figure of the analysis (tables, report,
+// recommendation), named `train_seconds` wherever it is shown; the results database's
+// `target_seconds` is a different figure (wall clock) and is named so.
+inline constexpr const char* kTrainSecondsDefinition =
+    "train_seconds = training time to the first evaluation that met the target: the sum of the "
+    "steps' step_seconds, evaluations and start-up excluded (the `seconds` metric where a program "
+    "logs no step_seconds); `results show` also gives target_seconds, the wall-clock time from "
+    "the run's start to that evaluation, evaluations and start-up included";
+
 // The hit of one run. `seconds` sums step_seconds over steps <= step when the run logged it
 // (training time without evaluation); otherwise it is the `seconds` metric at that step.
 TargetHit FindTargetHit(const RunData& run, const Target& target);
@@ -87,6 +97,7 @@ struct BatchBest {
   int unfinished = 0;  // pending or running
   int no_metric = 0;
   int pruned = 0;                  // stopped early: their configuration could no longer be the best
+  int stalled = 0;                 // stopped by the stall rule (no better than chance)
   std::optional<TargetHit> best;   // the fastest (fewest steps) seed of the best configuration
   double best_steps = 0;           // mean steps over the best configuration's seeds
   double best_samples = 0;         // mean samples over them

@@ -12,6 +12,8 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "results/table_writer.h"
+
 namespace batchlab::analysis {
 
 StatusOr<Target> ResolveTarget(const SweepData& sweep, const StudyOptions& options) {
@@ -40,6 +42,48 @@ Status CheckTargetMetric(const SweepData& sweep, const Target& target) {
       "--target '{}>=0.8'",
       target.ToString(), sweep.name, target.metric, fmt::join(logged, ", "),
       logged.count("test_accuracy") ? "test_accuracy" : *logged.begin()));
+}
+
+std::vector<std::string> TargetRangeWarnings(const SweepData& sweep, const Target& target) {
+  std::vector<std::string> out;
+  const std::string& m = target.metric;
+  const bool up = target.op == CompareOp::kGreaterEqual || target.op == CompareOp::kGreater;
+  const bool fraction = m.size() >= 8 && m.compare(m.size() - 8, 8, "accuracy") == 0;
+  const bool loss = m.size() >= 4 && m.compare(m.size() - 4, 4, "loss") == 0;
+  if (fraction && (target.value > 1 || target.value < 0)) {
+    Target percent = target;
+    percent.value = target.value / 100;
+    out.push_back(fmt::format(
+        "--target '{}': {} is a fraction in [0, 1], so no run can meet it{}", target.ToString(), m,
+        target.value > 1 && target.value <= 100
+            ? fmt::format(" (for {}% write '{}')", target.value, percent.ToString())
+            : ""));
+  } else if (loss && !up && target.value < 0) {
+    out.push_back(fmt::format("--target '{}': {} is never negative, so no run can meet it",
+                              target.ToString(), m));
+  }
+  // The best value any run logged, when none met the target.
+  std::optional<double> best;
+  std::string best_run;
+  for (const RunData& r : sweep.runs) {
+    const Series* series = r.Metric(m);
+    if (series == nullptr) continue;
+    for (double v : series->values) {
+      if (!std::isfinite(v)) continue;
+      if (target.Met(v)) return out;
+      if (!best || (up ? v > *best : v < *best)) {
+        best = v;
+        best_run = r.id;
+      }
+    }
+  }
+  if (best) {
+    out.push_back(fmt::format(
+        "--target '{}': no run reached it; the best {} observed is {} (run {}){}",
+        target.ToString(), m, results::FormatNumber(*best), best_run.substr(0, 16),
+        fraction && target.value > 1 ? "" : "; a target within the observed range gives answers"));
+  }
+  return out;
 }
 
 std::pair<int64_t, int64_t> GnsWindow(const StudyOptions& o) {
@@ -131,6 +175,7 @@ StatusOr<TargetSection> AnalyzeTarget(const SweepData& sweep, const StudyOptions
   BATCHLAB_ASSIGN_OR_RETURN(out.target, ResolveTarget(sweep, options));
   if (!options.target.empty()) BATCHLAB_RETURN_IF_ERROR(CheckTargetMetric(sweep, out.target));
   out.hits = FindTargetHits(sweep.runs, out.target);
+  out.warnings = TargetRangeWarnings(sweep, out.target);
   out.best = BestPerBatchSize(out.hits);
   out.compute = ChooseComputeBasis(out.hits);
   out.lr_search_path = sweep.lr_search_path;

@@ -97,8 +97,15 @@ struct TargetSection {
   ComputeBasis compute;           // the unit of compute to target: FLOPs or rank-seconds
   std::string lr_search_path;     // the spec's LR search path; empty without a search
   std::vector<LrFound> lr_found;  // what the search found per batch size
+  // Why the target may be unreachable: outside the range its metric can take (an accuracy is a
+  // fraction) or has taken in this sweep (naming the best observed value). Printed by the CLI as
+  // warnings, shown in the report.
+  std::vector<std::string> warnings;
 };
 StatusOr<TargetSection> AnalyzeTarget(const SweepData& sweep, const StudyOptions& options);
+
+// The warnings of TargetSection::warnings for `target` over `sweep`'s runs.
+std::vector<std::string> TargetRangeWarnings(const SweepData& sweep, const Target& target);
 
 struct CritRegion {
   int64_t batch_size = 0;

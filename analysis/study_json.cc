@@ -125,7 +125,8 @@ json TargetJson(const TargetSection& t) {
     json j = {
         {"batch_size", b.batch_size},       {"runs", b.runs},           {"reached", b.reached},
         {"never_reached", b.never_reached}, {"diverged", b.diverged},   {"failed", b.failed},
-        {"unfinished", b.unfinished},       {"no_metric", b.no_metric}, {"pruned", b.pruned}};
+        {"unfinished", b.unfinished},       {"no_metric", b.no_metric}, {"pruned", b.pruned},
+        {"stalled", b.stalled}};
     if (b.best) {
       j["best_steps"] = Num(b.best_steps);
       j["best_samples"] = Num(b.best_samples);

@@ -7,9 +7,11 @@ namespace batchlab::analysis {
 
 namespace {
 
-std::string N(double v) { return FormatNumber(v); }
+// Cells hold exact numbers: the text views round them (4 significant digits, percents 3), the
+// CSV and JSON keep them (results/table_writer.h FormatRows).
+std::string N(double v) { return results::ExactNumber(v); }
 std::string I(int64_t v) { return std::to_string(v); }
-std::string Pct(double v) { return FormatNumber(100 * v, 3) + "%"; }
+std::string Pct(double v) { return results::ExactNumber(100 * v) + "%"; }
 
 std::string Window(const StudyOptions& o) {
   const auto [from, to] = GnsWindow(o);
@@ -69,7 +71,7 @@ std::vector<Table> TargetTables(const TargetSection& target) {
   const std::string tgt = target.target.ToString();
   Table runs{"target_runs",
              "Steps to target per run (" + tgt + ")",
-             {"run_id", "run", "status", "step", "samples", "seconds", "compute", "flops"},
+             {"run_id", "run", "status", "step", "samples", "train_seconds", "compute", "flops"},
              {},
              {}};
   for (const TargetHit& h : target.hits) {
@@ -79,20 +81,22 @@ std::vector<Table> TargetTables(const TargetSection& target) {
                          ok && h.flops > 0 ? N(h.flops) : ""});
   }
   runs.notes.push_back(
-      "seconds = training time to the first evaluation meeting the target (sum of step_seconds); "
-      "compute = world_size x seconds (rank-seconds); flops = step x the flops_per_step the "
+      std::string(kTrainSecondsDefinition) +
+      ". compute = world_size x train_seconds (rank-seconds); flops = step x the flops_per_step the "
       "program reported on its start line (empty: not reported).");
   runs.notes.push_back("The frontier and the recommendation use " + target.compute.Note());
   Table best{
       "steps_to_target",
       "Best steps to target per batch size (" + tgt + ")",
       {"batch_size", "runs", "reached", "never_reached", "diverged", "failed", "unfinished",
-       "no_metric", "pruned", "best_steps", "best_samples", "seeds", "best_run_id", "best_run"},
+       "no_metric", "pruned", "stalled", "best_steps", "best_samples", "seeds", "best_run_id",
+       "best_run"},
       {},
       {}};
   for (const BatchBest& b : target.best) {
     best.rows.push_back({I(b.batch_size), I(b.runs), I(b.reached), I(b.never_reached),
                          I(b.diverged), I(b.failed), I(b.unfinished), I(b.no_metric), I(b.pruned),
+                         I(b.stalled),
                          b.best ? N(b.best_steps) : "", b.best ? N(b.best_samples) : "",
                          I(static_cast<int64_t>(b.seed_steps.size())), b.best ? b.best->run_id : "",
                          b.best ? b.best->label : ""});
@@ -100,8 +104,10 @@ std::vector<Table> TargetTables(const TargetSection& target) {
   best.notes.push_back(
       "Best over the other swept values (learning rate, rule, optimizer) as in Shallue et al. "
       "2018; a configuration counts only if all its seeds reached the target (steps: seed mean). "
-      "runs = reached + never_reached + diverged + failed + unfinished + no_metric + pruned; "
+      "runs = reached + never_reached + diverged + failed + unfinished + no_metric + pruned + "
+      "stalled; "
       "best_steps is empty where no configuration reached the target.");
+  for (const std::string& w : target.warnings) best.notes.push_back("Warning: " + w + ".");
   if (target.lr_found.empty()) return {best, runs};
   const std::string& path = target.lr_search_path;
   Table lr{"lr_search",
@@ -187,7 +193,7 @@ std::vector<Table> ParetoTables(const ParetoSection& p) {
   const char* unit = ComputeUnitName(p.compute.unit);
   Table t{"pareto",
           fmt::format("Pareto frontier: time vs compute ({}) to target", unit),
-          {"rank", "run_id", "run", "seconds", "compute", "batch_size", "world_size", "nodes",
+          {"rank", "run_id", "run", "train_seconds", "compute", "batch_size", "world_size", "nodes",
            "lr_rule", "optimizer"},
           {},
           {}};
@@ -199,8 +205,8 @@ std::vector<Table> ParetoTables(const ParetoSection& p) {
   }
   t.notes.push_back(fmt::format(
       "{} of {} runs that reached the target are on the frontier (no other run is both faster "
-      "and cheaper); frontier order: fastest first; {}",
-      p.frontier.size(), p.points.size(), p.compute.Note()));
+      "and cheaper); frontier order: fastest first; {}. {}.",
+      p.frontier.size(), p.points.size(), p.compute.Note(), kTrainSecondsDefinition));
   return {t};
 }
 

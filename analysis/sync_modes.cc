@@ -46,7 +46,8 @@ std::optional<double> MeanOf(const std::vector<double>& v) {
   return sum / static_cast<double>(v.size());
 }
 
-std::string Cell(const std::optional<double>& v) { return v ? FormatNumber(*v) : ""; }
+// Exact in the cell: the table views round it, the CSV keeps it.
+std::string Cell(const std::optional<double>& v) { return v ? results::ExactNumber(*v) : ""; }
 
 int ModeOrder(const std::string& mode) {
   static const std::vector<std::string> kOrder = {"allreduce", "lag", "local_sgd", "backup",

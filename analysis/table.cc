@@ -55,7 +55,7 @@ std::string Table::ToMarkdown() const {
     out += "\n|";
     for (size_t c = 0; c < columns.size(); ++c) out += " --- |";
     out += "\n";
-    for (const auto& row : rows) {
+    for (const auto& row : results::DisplayRows(columns, rows)) {
       out += "|";
       for (size_t c = 0; c < columns.size(); ++c) {
         out += " " + cell(c < row.size() ? row[c] : "") + " |";
@@ -75,7 +75,7 @@ std::string Table::ToHtml() const {
     out += "<table>\n<thead><tr>";
     for (const auto& c : columns) out += "<th>" + HtmlEscape(c) + "</th>";
     out += "</tr></thead>\n<tbody>\n";
-    for (const auto& row : rows) {
+    for (const auto& row : results::DisplayRows(columns, rows)) {
       out += "<tr>";
       for (size_t c = 0; c < columns.size(); ++c) {
         out += "<td>" + HtmlEscape(c < row.size() ? row[c] : "") + "</td>";

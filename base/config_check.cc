@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/closest_name.h"
 #include "base/json_path.h"
 
 namespace batchlab::config {
@@ -9,11 +10,19 @@ namespace {
 
 using nlohmann::json;
 
-std::string ChildNames(const Field& parent, bool derived_allowed) {
-  std::string out;
+std::vector<std::string> ChildNameList(const Field& parent, bool derived_allowed) {
+  std::vector<std::string> out;
   for (const Field& c : parent.children) {
     if (c.reader == Reader::kOrchestrator && !derived_allowed) continue;
-    out += (out.empty() ? "" : ", ") + c.name;
+    out.push_back(c.name);
+  }
+  return out;
+}
+
+std::string ChildNames(const Field& parent, bool derived_allowed) {
+  std::string out;
+  for (const std::string& name : ChildNameList(parent, derived_allowed)) {
+    out += (out.empty() ? "" : ", ") + name;
   }
   return out;
 }
@@ -85,8 +94,10 @@ Status CheckChildren(const Field& f, const json& v, const std::string& where,
     // dataset's own field (runner/own_fields.h), judged by batchlab-runner --validate-batch.
     if (child == nullptr && f.users_own_object) continue;
     if (child == nullptr) {
-      return InvalidArgumentError(fmt::format("{}: unknown field; allowed here: {}", sub,
-                                              ChildNames(f, options.derived_allowed)));
+      return InvalidArgumentError(
+          fmt::format("{}: unknown field; allowed here: {}{}", sub,
+                      ChildNames(f, options.derived_allowed),
+                      DidYouMean(it.key(), ChildNameList(f, options.derived_allowed))));
     }
     if (child->reader == Reader::kOrchestrator && !options.derived_allowed) {
       return DerivedError(sub);
@@ -174,9 +185,10 @@ Status CheckValue(const std::string& dotted_path, const json& value, const std::
     }
     if (child == nullptr) {
       return InvalidArgumentError(
-          fmt::format("{}: {} is not a config field; allowed {}: {}", where, Escaped(dotted_path),
-                      walked.empty() ? "at the top level" : "under " + walked,
-                      ChildNames(*f, options.derived_allowed)));
+          fmt::format("{}: {} is not a config field; allowed {}: {}{}", where,
+                      Escaped(dotted_path), walked.empty() ? "at the top level" : "under " + walked,
+                      ChildNames(*f, options.derived_allowed),
+                      DidYouMean(part, ChildNameList(*f, options.derived_allowed))));
     }
     if (child->reader == Reader::kOrchestrator && !options.derived_allowed) {
       return InvalidArgumentError(fmt::format(

@@ -206,7 +206,9 @@ Field Declare() {
                       .Means("scaling of lr.base to batch_size: none, linear, square root"),
                   Int("warmup_steps", 0)
                       .Def(0)
-                      .Means("linear warmup from lr.base to the scaled LR over these steps"),
+                      .Means("linear warmup from lr.base to the scaled LR over these steps (below "
+                             "lr.base_batch_size the scaled LR is smaller, so the LR decreases "
+                             "over them)"),
                   Num("warmup_epochs", 0)
                       .Def(0)
                       .Means("warmup in epochs (instead of warmup_steps)"),

@@ -145,6 +145,7 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
     tables = ScalingTables(s);
   } else {
     BATCHLAB_ASSIGN_OR_RETURN(TargetSection target, AnalyzeTarget(sweep, o));
+    for (const std::string& w : target.warnings) fmt::print(stderr, "batchlab: warning: {}\n", w);
     if (what == "target") {
       j["target"] = TargetJson(target);
       tables = TargetTables(target);

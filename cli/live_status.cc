@@ -47,29 +47,46 @@ Status ShowSweepStatus(const StatusFlags& f, CliContext& ctx) {
       fmt::print("{}", orch::FormatLiveProgress(live, f.all));
     }
   };
-  BATCHLAB_ASSIGN_OR_RETURN(orch::LiveProgress live, ReadLiveProgress(db_path, f.sweep));
   if (f.watch_seconds == 0) {
+    BATCHLAB_ASSIGN_OR_RETURN(orch::LiveProgress live, ReadLiveProgress(db_path, f.sweep));
     print(live);
     return OkStatus();
   }
   const bool tty = !json && isatty(fileno(stdout)) != 0;
   orch::SignalWatcher signals;
+  // Sleeps one refresh interval; false when a signal asks to stop (then exit 128 + signal).
+  auto wait = [&]() -> bool {
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(f.watch_seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      if (signals.requested()) {  // Ctrl-C ends watching: exit 128 + signal, no error message
+        ctx.stopped_by_signal = signals.signal_number();
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  };
+  // Started before the sweep (or its database) exists: wait for it to appear, as `--watch`
+  // would wait for its runs; any other error (not a batchlab database, ...) ends at once.
+  StatusOr<orch::LiveProgress> first = ReadLiveProgress(db_path, f.sweep);
+  for (bool said = false; !first.ok(); first = ReadLiveProgress(db_path, f.sweep)) {
+    if (first.status().code() != StatusCode::kNotFound) return first.status();
+    if (!said) {
+      fmt::print(stderr, "waiting for sweep {} to start in {} (Ctrl-C stops): {}\n", f.sweep,
+                 db_path, first.status().message());
+      said = true;
+    }
+    if (!wait()) return OkStatus();
+  }
+  orch::LiveProgress live = std::move(first).value();
   while (true) {
     if (tty) fmt::print("\033[H\033[2J");  // redraw in place
     print(live);
     if (!tty && !json) fmt::print("\n");
     std::fflush(stdout);
     if (!Unfinished(live)) return OkStatus();
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(f.watch_seconds);
-    while (std::chrono::steady_clock::now() < until) {
-      if (signals.requested()) {
-        ctx.stopped_by_signal = signals.signal_number();
-        return CancelledError(
-            fmt::format("stopped watching sweep {} (signal {})", f.sweep, signals.signal_number()));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    if (!wait()) return OkStatus();
     BATCHLAB_ASSIGN_OR_RETURN(live, ReadLiveProgress(db_path, f.sweep));
   }
 }

@@ -27,7 +27,8 @@ StatusOr<orchestrator::LiveProgress> ReadLiveProgress(const std::string& db_path
                                                       const std::string& sweep);
 
 // Prints the sweep's progress once, or (watch_seconds > 0) redraws it until every run is
-// finished or failed, or SIGINT/SIGTERM (then Cancelled, ctx.stopped_by_signal set: exit 130).
+// finished or failed; a sweep (or database) not there yet is waited for. SIGINT/SIGTERM ends the
+// watch quietly: OK with ctx.stopped_by_signal set (exit 128 + signal, no error message).
 Status ShowSweepStatus(const StatusFlags& flags, CliContext& ctx);
 
 // The running runs of `sweep` as a table (empty when none or the database cannot be read yet),

@@ -1,11 +1,13 @@
 // `batchlab`: thin glue over the orchestrator, results and analysis libraries.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/usage_error.h"
 #include "cli/version.h"
 
 namespace batchlab::cli {
@@ -52,8 +54,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;  // usage error: bad input
+    // Usage error (bad input): one error style, the command named, the nearest valid word.
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    fmt::print(stderr, "batchlab: error: {}\n", UsageErrorMessage(app, e, args));
+    return 2;
   }
   if (!ctx.status.ok()) {
     fmt::print(stderr, "batchlab: error: {}\n", ctx.status.message());
@@ -61,5 +65,7 @@ int main(int argc, char** argv) {
     if (ctx.stopped_by_signal > 0) return 128 + ctx.stopped_by_signal;
     return batchlab::ExitCodeFor(ctx.status);
   }
+  // A view the user stopped (Ctrl-C of `ui`, `sweep status --watch`): 128 + signal, quietly.
+  if (ctx.stopped_by_signal > 0) return 128 + ctx.stopped_by_signal;
   return 0;
 }

@@ -35,6 +35,9 @@ Status Run(const ReportFlags& f, const std::string& db_path) {
   load.version = f.version;  // every metric: the configured target may name any of them
   BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep(db_path, f.sweep, load));
   BATCHLAB_ASSIGN_OR_RETURN(Study study, RunStudy(sweep, f.study));
+  for (const std::string& w : study.target.warnings) {
+    fmt::print(stderr, "batchlab: warning: {}\n", w);
+  }
   BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> files, WriteReport(study, f.out));
   fmt::print("Sweep {} (version {}, {} runs)\n", sweep.name, sweep.version, sweep.runs.size());
   for (const std::string& line : Summary(study)) fmt::print("  {}\n", line);

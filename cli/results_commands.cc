@@ -51,9 +51,9 @@ Status RunList(const CliContext& ctx, const ResultsArgs& a) {
   if (!a.sweep.empty()) o.sweep = a.sweep;
   if (a.sweep_version > 0) o.sweep_version = a.sweep_version;
   if (!a.state.empty()) o.state = a.state;
-  for (const auto& clause : a.where) {
-    BATCHLAB_ASSIGN_OR_RETURN(results::WhereFilter f, results::ParseWhere(clause));
-    o.where.push_back(std::move(f));
+  for (const auto& expression : a.where) {
+    BATCHLAB_ASSIGN_OR_RETURN(results::WhereExpr e, results::ParseWhereExpression(expression));
+    o.where.push_back(std::move(e));
   }
   if (!a.columns.empty()) {
     BATCHLAB_ASSIGN_OR_RETURN(o.columns, results::ParseColumns(a.columns));

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "base/count_text.h"
 #include "cli/commands.h"
 #include "cli/live_status.h"
 #include "orchestrator/config_validation.h"
@@ -71,6 +72,7 @@ struct PlanFlags {
   bool json = false;  // the old spelling of --format json
   std::string runner;
   bool no_validate = false;
+  bool validate = false;  // also start user programs with "validate": true (never by default)
 };
 
 StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& path,
@@ -168,6 +170,41 @@ StatusOr<std::unique_ptr<orch::Launcher>> MakeLauncher(const RunFlags& f, const 
   return launcher;
 }
 
+// The folders MakeRunsFolder created (the missing ones on the way to the runs folder, deepest
+// last), so a refused start can take them away again.
+struct MadeFolders {
+  std::vector<std::filesystem::path> created;
+  // Removes the folders made, deepest first, each only while empty.
+  void Undo() {
+    for (auto it = created.rbegin(); it != created.rend(); ++it) {
+      std::error_code ec;
+      std::filesystem::remove(*it, ec);  // removes an empty folder only
+    }
+  }
+};
+
+// Creates `runs_dir` and any missing parent; an existing non-folder is bad input.
+StatusOr<MadeFolders> MakeRunsFolder(const std::string& runs_dir) {
+  MadeFolders made;
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(runs_dir, ec).lexically_normal();
+  if (!dir.has_filename()) dir = dir.parent_path();  // "runs/"
+  for (std::filesystem::path p = dir; !p.empty() && !std::filesystem::exists(p, ec);
+       p = p.parent_path()) {
+    made.created.insert(made.created.begin(), p);
+    if (p == p.parent_path()) break;
+  }
+  std::filesystem::create_directories(runs_dir, ec);
+  if (!std::filesystem::is_directory(runs_dir, ec)) {
+    made.Undo();
+    return InvalidArgumentError(fmt::format(
+        "--runs-dir {}: is not a folder and cannot be created as one; pass a folder (it is "
+        "created if absent)",
+        runs_dir));
+  }
+  return made;
+}
+
 Status RunSweep(const RunFlags& f, CliContext& ctx) {
   // Everything that can be wrong with the input is checked before the database is opened.
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
@@ -187,18 +224,14 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
   }
   BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<orch::Launcher> launcher, MakeLauncher(f, spec, tools));
 
-  // The runs folder must be a folder (created if absent) before the database is created.
-  {
-    std::error_code ec;
-    std::filesystem::create_directories(f.runs_dir, ec);
-    if (!std::filesystem::is_directory(f.runs_dir, ec)) {
-      return InvalidArgumentError(fmt::format(
-          "--runs-dir {}: is not a folder and cannot be created as one; pass a folder (it is "
-          "created if absent)",
-          f.runs_dir));
-    }
+  // The runs folder must be a folder (created if absent) before the database is created; a
+  // start refused by the database (not batchlab's, newer schema, locked) leaves no folder behind.
+  BATCHLAB_ASSIGN_OR_RETURN(MadeFolders made, MakeRunsFolder(f.runs_dir));
+  auto store = results::Store::Open(ctx.db_path);
+  if (!store.ok()) {
+    made.Undo();
+    return store.status();
   }
-  BATCHLAB_ASSIGN_OR_RETURN(auto store, results::Store::Open(ctx.db_path));
   orch::SignalWatcher signals;
   orch::ProgressPrinter progress(stderr, isatty(fileno(stderr)) != 0, spec.name);
   progress.SetDetail(RunningRunsDetail(ctx.db_path, spec.name));
@@ -211,20 +244,22 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
   opts.progress = &progress;
   opts.tools = tools;
   if (f.backend == "slurm") opts.poll_seconds = 0.5;
-  fmt::print(stderr, "[{}] {} runs on {} slot(s){}, backend {}, runner {}\n", spec.name,
-             plan.runs.size(), f.slots, count_gpus ? fmt::format(" and {} GPU(s)", gpus) : "",
+  fmt::print(stderr, "[{}] {} on {} slot(s){}, backend {}, runner {}\n", spec.name,
+             Count(static_cast<long long>(plan.runs.size()), "run"), f.slots, count_gpus ? fmt::format(" and {} GPU(s)", gpus) : "",
              launcher->name(), ProgramsText(plan, tools));
   BATCHLAB_ASSIGN_OR_RETURN(orch::SweepOutcome out,
-                            orch::ExecuteSweep(spec, plan, *store, *launcher, opts));
+                            orch::ExecuteSweep(spec, plan, **store, *launcher, opts));
   progress.Finish();
   if (!out.extended.empty()) {
     fmt::print(stderr, "[{}] version {} extended: {}\n", spec.name, out.version, out.extended);
   }
   fmt::print(stderr,
-             "[{}] version {}: {} runs: {} finished now, {} pruned, {} skipped (already finished), "
-             "{} failed, {} cancelled; {} attempts; wall {:.1f} s, lower bound {:.1f} s\n",
-             spec.name, out.version, out.total, out.succeeded, out.pruned, out.skipped, out.failed,
-             out.cancelled, out.attempts, out.wall_seconds, out.lower_bound_seconds);
+             "[{}] version {}: {}: {} finished now, {} pruned{}, {} skipped (already finished), "
+             "{} failed, {} cancelled; {}; wall {:.1f} s, lower bound {:.1f} s\n",
+             spec.name, out.version, Count(out.total, "run"), out.succeeded, out.pruned,
+             out.stalled > 0 ? fmt::format(", {} stalled", out.stalled) : "", out.skipped, out.failed,
+             out.cancelled, Count(out.attempts, "attempt"), out.wall_seconds,
+             out.lower_bound_seconds);
   if (spec.lr_search.enabled) {
     fmt::print(stderr,
                "[{}] LR search: {} round(s) added by this run; `batchlab analyze target --sweep "
@@ -275,8 +310,19 @@ Status PlanSweep(const PlanFlags& f) {
                    runner.status().message());
       }
     }
+    // A plan runs nothing: a user program is started to judge its configs only when asked.
+    const bool user_validates =
+        std::any_of(plan.runs.begin(), plan.runs.end(), [](const orch::PlannedRun& r) {
+          return !r.program.builtin && r.program.validate;
+        });
+    if (user_validates && !f.validate) {
+      fmt::print(stderr,
+                 "note: the user program's configs were not validated (`sweep plan` starts no "
+                 "program; --validate asks it, as `sweep run` does)\n");
+    }
     BATCHLAB_RETURN_IF_ERROR(
-        orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env).WithContext(f.spec_path));
+        orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env, f.validate)
+            .WithContext(f.spec_path));
   }
   std::vector<orch::QueuedJob> jobs;
   double slot_seconds = 0, gpu_seconds = 0;
@@ -336,20 +382,23 @@ Status PlanSweep(const PlanFlags& f) {
     fmt::print("{}", results::FormatRows(columns, rows, results::OutputFormat::kCsv));
     return OkStatus();
   }
-  fmt::print("sweep {} (spec hash {}): {} runs\n", spec.name, spec.spec_hash, plan.runs.size());
+  const long long runs = static_cast<long long>(plan.runs.size());
+  fmt::print("sweep {} (spec hash {}): {}\n", spec.name, spec.spec_hash, Count(runs, "run"));
   fmt::print("{}", results::FormatRows(columns, rows, results::OutputFormat::kTable));
-  fmt::print("{} points", plan.points);
+  // How the grid became the runs: its points, less those dropped and merged.
+  fmt::print("{}", Count(plan.points, "grid point"));
   for (const auto& [label, n] : plan.dropped) fmt::print(", {} dropped by {}", n, label);
-  if (plan.duplicates > 0) fmt::print(", {} duplicates merged", plan.duplicates);
+  if (plan.duplicates > 0) fmt::print(", {} merged", Count(plan.duplicates, "duplicate"));
+  fmt::print(", {}", Count(runs, "run"));
   fmt::print(
       "\nestimated slot-seconds {:.0f}; on {} slot(s){}: lower bound {:.0f} s, longest-first "
       "plan {:.0f} s (estimates from the budget; see docs/spec.md)\n",
       slot_seconds, f.slots, gpu_runs > 0 ? fmt::format(" and {} GPU(s)", gpus) : "", lower, lpt);
   if (gpu_runs > 0) {
     fmt::print(
-        "GPUs: {} of {} runs use GPUs (at most {} per run, {:.0f} GPU-seconds); pool {} GPU(s) "
+        "GPUs: {} of {} use GPUs (at most {} per run, {:.0f} GPU-seconds); pool {} GPU(s) "
         "(--gpus), CUDA_VISIBLE_DEVICES set per run, each rank's device its local rank\n",
-        gpu_runs, plan.runs.size(), max_gpus, gpu_seconds, gpus);
+        gpu_runs, Count(runs, "run"), max_gpus, gpu_seconds, gpus);
   } else {
     fmt::print("GPUs: none requested (resources.gpus_per_rank 0); pool {} GPU(s)\n", gpus);
   }
@@ -423,9 +472,13 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
   plan->add_flag("--json", plan_flags->json, "Same as --format json")->group("");  // old spelling
   plan->add_option("--runner", plan_flags->runner,
                    "batchlab-runner that validates the resolved configs (default: as for run)");
-  plan->add_flag("--no-validate", plan_flags->no_validate,
-                 "Skip validating the resolved configs (batchlab-runner --validate-batch; user "
-                 "programs with validate: true)");
+  auto* no_validate = plan->add_flag(
+      "--no-validate", plan_flags->no_validate,
+      "Skip validating the resolved configs with batchlab-runner --validate-batch");
+  plan->add_flag("--validate", plan_flags->validate,
+                 "Also start a user program with \"validate\": true once per distinct config to "
+                 "judge it (as `sweep run` does; without it the plan starts no program)")
+      ->excludes(no_validate);
   plan->callback([plan_flags, &ctx] { ctx.status = PlanSweep(*plan_flags); });
 
   auto list_format = std::make_shared<std::string>("table");

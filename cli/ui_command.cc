@@ -12,6 +12,8 @@
 // Every request opens its own read-only connection (results::OpenReadOnly), so the server never
 // blocks a running sweep and can change nothing. The page is recomputed only when the sweep's
 // fingerprint moved (a run landed, metrics arrived) and at most every --min-refresh seconds.
+#include <sys/socket.h>
+
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -169,6 +171,13 @@ Status Serve(const UiFlags& f, CliContext& ctx) {
     res.set_content(*page, "text/html; charset=utf-8");
   });
 
+  // cpp-httplib's default socket options add SO_REUSEPORT, which lets a second server bind a
+  // port in use and take half its requests: only SO_REUSEADDR (a restart may reuse a port in
+  // TIME_WAIT), so a port another server holds is refused.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   int port = f.port;
   if (port == 0) {
     port = server.bind_to_any_port(f.host);
@@ -176,10 +185,10 @@ Status Serve(const UiFlags& f, CliContext& ctx) {
     port = -1;
   }
   if (port <= 0) {
-    return UnavailableError(fmt::format(
-        "cannot listen on {}:{} (in use, or not an address of this machine); pick another "
-        "--port, or --port 0 for any free one",
-        f.host, f.port));
+    return InvalidArgumentError(fmt::format(
+        "--port {}: cannot listen on {}:{} (the port is in use, or {} is not an address of this "
+        "machine); pick another --port, or --port 0 for any free one",
+        f.port, f.host, f.port, f.host));
   }
   fmt::print("batchlab ui: serving {} read-only at http://{}:{}/ (Ctrl-C stops)\n", db_path, f.host,
              port);
@@ -197,10 +206,8 @@ Status Serve(const UiFlags& f, CliContext& ctx) {
   server.listen_after_bind();
   if (!signals.requested()) server.stop();
   stopper.join();
-  if (signals.requested()) {
-    ctx.stopped_by_signal = signals.signal_number();
-    return CancelledError(fmt::format("batchlab ui stopped by signal {}", signals.signal_number()));
-  }
+  // Ctrl-C is how a user stops the server: exit 128 + signal, without an error message.
+  if (signals.requested()) ctx.stopped_by_signal = signals.signal_number();
   return OkStatus();
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "base/run_protocol.h"
+#include "orchestrator/failure_reason.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -33,13 +34,19 @@ AttemptVerdict DecideAttempt(const AttemptReport& r) {
   if (!v.code && r.signal) v.code = 128 + *r.signal;
   const std::optional<RunState> by_code = r.exit_code ? FinalStateOfCode(*r.exit_code) : std::nullopt;
   const std::optional<RunState> by_end = FinalStateOfOutcome(r.end_outcome);
+  // The stall rule asks through the pruning stop file: the program ends as pruned.
+  const auto stalled = [&r](RunState s) { return s == RunState::kPruned && r.stalled; };
   if (by_code && r.saw_end) {  // 1
     v.state = *by_code;
     v.pruned_at_bound = *by_code == RunState::kPruned && !r.prune_sent;
+    if (stalled(v.state)) {
+      v.state = RunState::kStalled;
+      v.message = r.prune_reason;
+    }
     return v;
   }
   if (by_end) {  // 2
-    v.state = *by_end;
+    v.state = stalled(*by_end) ? RunState::kStalled : *by_end;
     v.message = fmt::format("{} after its end line ({}); the end line's outcome is kept",
                             r.timed_out        ? "timed out"
                             : r.stop_after_end ? "did not exit and was stopped"
@@ -58,8 +65,8 @@ AttemptVerdict DecideAttempt(const AttemptReport& r) {
     return v;
   }
   if (r.prune_sent) {  // 4
-    v.state = RunState::kPruned;
-    v.message = "pruned: " + r.prune_reason;
+    v.state = r.stalled ? RunState::kStalled : RunState::kPruned;
+    v.message = r.stalled ? r.prune_reason : "pruned: " + r.prune_reason;
     return v;
   }
   if (r.stopping) {  // 5
@@ -83,7 +90,11 @@ AttemptVerdict DecideAttempt(const AttemptReport& r) {
               : r.exit_code ? fmt::format("exited {}", *r.exit_code)
                             : "ended without an exit code";
   if (!r.detail.empty()) v.message += " [" + r.detail + "]";
-  if (!r.stderr_tail.empty()) v.message += ": " + r.stderr_tail;
+  // The first line is the reason people read: the program's last error line (failure_reason.h),
+  // not a traceback header; the whole tail follows it in the recorded event.
+  const std::string reason = FailureReason(r.stderr_tail);
+  if (!reason.empty()) v.message += ": " + reason;
+  if (!r.stderr_tail.empty() && r.stderr_tail != reason) v.message += "\n" + r.stderr_tail;
   // A bad config, or a job the backend can never run: retries cannot help.
   v.retryable = r.exit_code != protocol::kExitBadConfig && !r.unrunnable;
   return v;

@@ -14,6 +14,7 @@
 //   3. exit 7 (preempted) unless the sweep stops, the run was pruned or timed out: pending again,
 //      resumed at once without using a retry;
 //   4. asked to stop by pruning: pruned;       5. the sweep is stopping: cancelled;
+//   (a run asked to stop by the stall rule is stalled wherever 1, 2 or 4 would say pruned);
 //   6. past resources.timeout_seconds: timed_out (retryable);
 //   7. a protocol exit code without its end line, or any other exit: failed (retryable unless
 //      exit 2, a bad config, or a job the backend can never run).
@@ -37,6 +38,7 @@ struct AttemptReport {
   bool stopping = false;         // the sweep is being stopped (SIGINT, SIGTERM)
   bool prune_sent = false;       // the orchestrator asked it to stop (the stop file)
   std::string prune_reason;      // why
+  bool stalled = false;          // that stop file was the stall rule's (spec "stall"), not pruning's
   bool unrunnable = false;       // the backend can never run it
   std::string detail;            // backend state text
   std::string stderr_tail;       // the end of its stderr.log, for the failure message

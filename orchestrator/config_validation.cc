@@ -148,14 +148,15 @@ Status ValidateRunsWithRunner(const std::string& runner, const std::vector<Plann
 }
 
 Status ValidateResolvedConfigs(const std::vector<PlannedRun>& runs, const LaunchTools& tools,
-                               const std::map<std::string, std::string>& env) {
+                               const std::map<std::string, std::string>& env,
+                               bool ask_user_programs) {
   if (!tools.runner.empty()) {
     BATCHLAB_RETURN_IF_ERROR(ValidateRunsWithRunner(tools.runner, runs, env));
   }
   // A user program with validate: true is asked about each distinct config, one start each.
   std::set<std::string> asked;
   for (const PlannedRun& run : runs) {
-    if (run.program.builtin || !run.program.validate) continue;
+    if (run.program.builtin || !run.program.validate || !ask_user_programs) continue;
     if (!asked.insert(json(run.program.command).dump() + DistinctKey(run.config)).second) continue;
     const std::string who = run.program.command.back();
     Status s = ValidateWithCommand(run.program.command, who, run.program.workdir, run.config, env);

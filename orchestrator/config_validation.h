@@ -33,10 +33,12 @@ Status ValidateRunsWithRunner(const std::string& runner, const std::vector<Plann
 // launches: the built-in runner's runs in one `tools.runner --validate-batch` (skipped when
 // tools.runner is empty: `sweep plan` without a runner), and a user program with
 // `"validate": true` asked `--validate --config FILE` once per distinct config (program.h);
-// user programs without it are not asked. The first rejection is INVALID_ARGUMENT naming the
+// user programs without it are not asked, nor any user program when `ask_user_programs` is false
+// (`sweep plan` starts no program unless --validate). The first rejection is INVALID_ARGUMENT naming the
 // spec JSON path, the run's swept values and the program's message.
 Status ValidateResolvedConfigs(const std::vector<PlannedRun>& runs, const LaunchTools& tools,
-                               const std::map<std::string, std::string>& env);
+                               const std::map<std::string, std::string>& env,
+                               bool ask_user_programs = true);
 
 // The spec JSON path a config field of `run` came from: the axis position that swept it (or
 // an enclosing object), else base.<field>.

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/count_text.h"
 #include "base/run_values.h"
 #include "orchestrator/config_schema.h"
 #include "results/table_writer.h"
@@ -108,9 +109,11 @@ LiveProgress ComputeLiveProgress(results::SweepSnapshot snap, double now) {
   const double mean = finished > 0    ? finished_sum / finished
                       : projected > 0 ? projected_sum / projected
                                       : -1;
+  // With nothing running and runs waiting, no sweep is advancing them (stopped, or between
+  // two runs): no ETA rather than one computed for a sweep that is not moving.
   if (waiting == 0 && running == 0) {
     live.eta_seconds = 0;
-  } else if (mean >= 0 && (running == 0 || projected > 0)) {
+  } else if (mean >= 0 && running > 0 && projected > 0) {
     live.eta_seconds = longest_running + waiting * mean / std::max(1, running);
   }
   std::string states;
@@ -124,10 +127,13 @@ std::string FormatLiveProgress(const LiveProgress& live, bool all_runs) {
   for (const auto& [state, n] : live.counts) {
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, state);
   }
-  std::string out =
-      fmt::format("sweep {} version {} (spec hash {})\n{} runs: {} | ETA {}\n", live.sweep,
-                  live.version, live.spec_hash, live.total, counts.empty() ? "none" : counts,
-                  live.eta_seconds ? FormatDuration(*live.eta_seconds) : "?");
+  const bool idle = live.counts.count("running") == 0 && live.counts.count("pending") > 0;
+  std::string out = fmt::format(
+      "sweep {} version {} (spec hash {})\n{}: {} | ETA {}\n", live.sweep, live.version,
+      live.spec_hash, Count(live.total, "run"), counts.empty() ? "none" : counts,
+      live.eta_seconds ? FormatDuration(*live.eta_seconds)
+      : idle           ? "- (nothing running; `batchlab sweep run` resumes the sweep)"
+                       : "?");
   std::vector<const RunLive*> shown;
   for (const RunLive& l : live.runs) {
     if (all_runs || l.run.state == "running") shown.push_back(&l);

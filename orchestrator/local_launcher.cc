@@ -1,13 +1,17 @@
 #include "orchestrator/local_launcher.h"
 #include "base/run_protocol.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +22,7 @@
 
 #include "orchestrator/gpu_slots.h"
 #include "orchestrator/job_processes.h"
+#include "orchestrator/stderr_copier.h"
 
 extern char** environ;
 
@@ -33,6 +38,15 @@ struct ChildSetup : bp::extend::handler {
   void on_exec_setup(Executor& /*exec*/) const {
     setsid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+  }
+};
+
+// Runs in the forked child before exec: its stderr is the write end of the copier's pipe.
+struct StderrTo : bp::extend::handler {
+  int fd;
+  template <class Executor>
+  void on_exec_setup(Executor& /*exec*/) const {
+    dup2(fd, STDERR_FILENO);  // the copy has no FD_CLOEXEC: the program keeps it
   }
 };
 
@@ -56,8 +70,9 @@ std::map<std::string, std::string> CurrentEnvironment() {
 
 class LocalJob final : public Job {
  public:
-  LocalJob(bp::child child, std::string host, std::string attempt_dir)
-      : child_(std::move(child)), host_(std::move(host)) {
+  LocalJob(bp::child child, std::string host, std::string attempt_dir,
+           std::unique_ptr<StderrCopier> stderr_copier)
+      : child_(std::move(child)), host_(std::move(host)), stderr_(std::move(stderr_copier)) {
     processes_ = {child_.id(), std::move(attempt_dir)};
   }
   ~LocalJob() override {
@@ -79,6 +94,10 @@ class LocalJob final : public Job {
       raw_status_ = child_.native_exit_code();
       // Ranks (each in a process group of its own) may outlive an mpirun that died abnormally.
       processes_.Stop(std::chrono::milliseconds(0));
+      // A protocol outcome (3 target reached, ...) is no error: mpirun's notice of it is left out.
+      const bool outcome = WIFEXITED(raw_status_) && WEXITSTATUS(raw_status_) != 0 &&
+                           protocol::OutcomeForExitCode(WEXITSTATUS(raw_status_)).has_value();
+      stderr_->Finish(outcome);
     }
     s.done = true;
     if (WIFEXITED(raw_status_)) s.exit_code = WEXITSTATUS(raw_status_);
@@ -99,6 +118,7 @@ class LocalJob final : public Job {
   JobProcesses processes_;
   bool finished_ = false;
   int raw_status_ = 0;
+  std::unique_ptr<StderrCopier> stderr_;  // destroyed after the child is waited for
 };
 
 class LocalLauncher final : public Launcher {
@@ -138,18 +158,29 @@ class LocalLauncher final : public Launcher {
     const std::string dir = request.attempt_dir;
     env.set(kAttemptDirVariable, dir);  // tags every process of the job (job_processes.h)
     const std::string workdir = request.workdir.empty() ? dir : request.workdir;
+    // stderr.log is written through a pipe (stderr_copier.h), not by the job itself.
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      return UnavailableError(fmt::format("cannot create a pipe for {}/stderr.log: {}", dir,
+                                          std::strerror(errno)));
+    }
+    auto copier = std::make_unique<StderrCopier>(fds[0], dir + "/" + protocol::kStderrFile);
     try {
       bp::child child(exe, bp::args(args), env,
                       bp::std_in<bp::null, bp::std_out>(dir + "/" + protocol::kStdoutFile),
-                      bp::std_err > (dir + "/" + protocol::kStderrFile), bp::start_dir(workdir), ChildSetup{});
+                      StderrTo{{}, fds[1]},
+                      bp::start_dir(workdir), ChildSetup{});
+      ::close(fds[1]);
       nlohmann::json launch = {{"backend", "local"},
                                {"pid", child.id()},
                                {"host", host_},
                                {"attempt_dir", dir},
                                {"argv", args}};
       std::ofstream(dir + "/launch.json") << launch.dump(2) << "\n";
-      return std::unique_ptr<Job>(std::make_unique<LocalJob>(std::move(child), host_, dir));
+      return std::unique_ptr<Job>(
+          std::make_unique<LocalJob>(std::move(child), host_, dir, std::move(copier)));
     } catch (const bp::process_error& e) {
+      ::close(fds[1]);
       return UnavailableError(fmt::format("cannot start {}: {}", exe.string(), e.what()));
     }
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
 
+#include "base/closest_name.h"
 #include "base/spec_bounds.h"
 #include "orchestrator/config_schema.h"
 #include "orchestrator/expansion.h"
@@ -37,7 +38,7 @@ Status OnlyKeys(const ordered_json& obj, const std::string& where,
       std::string path = JoinPath(where, it.key());
       return Bad(path, "unknown field; allowed " +
                            (where.empty() ? std::string("at the top level") : "here") + ": " +
-                           list);
+                           list + DidYouMean(it.key(), allowed));
     }
   }
   return OkStatus();
@@ -504,7 +505,8 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
   BATCHLAB_RETURN_IF_ERROR(OnlyKeys(
       doc, "",
       {"$schema", "name", "description", "base", "axes", "zip", "random", "constraints", "seeds",
-       "repeats", "seed", "max_runs", "resources", "launch", "slurm", "prune", "lr_search"}));
+       "repeats", "seed", "max_runs", "resources", "launch", "slurm", "prune", "lr_search",
+        "stall"}));
   if (!doc.contains("name")) return Bad("name", "is missing (the sweep's name)");
   BATCHLAB_ASSIGN_OR_RETURN(spec->name, String(doc["name"], "name"));
   if (spec->name.empty() || spec->name.size() > 64 ||
@@ -545,6 +547,25 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
     return Bad("launch.env.CUDA_VISIBLE_DEVICES",
                "is set by batchlab for a run with resources.gpus_per_rank > 0 (to the GPUs it "
                "hands the run); remove it from launch.env, or limit the GPUs with `--gpus N`");
+  }
+  if (doc.contains("stall")) {
+    const ordered_json& s = doc["stall"];
+    if (!s.is_object()) {
+      return Bad("stall", "is not an object such as {\"evals\": 5, \"chance\": 0.1}");
+    }
+    BATCHLAB_RETURN_IF_ERROR(OnlyKeys(s, "stall", {"evals", "chance"}));
+    if (!s.contains("evals")) {
+      return Bad("stall.evals", "is missing: the number of evaluations in a row at the chance "
+                                "level or worse that stop a run, e.g. 5");
+    }
+    BATCHLAB_ASSIGN_OR_RETURN(const long long evals, Integer(s["evals"], "stall.evals", 2, 1000));
+    if (!s.contains("chance") || !s["chance"].is_number() ||
+        !std::isfinite(s["chance"].get<double>())) {
+      return Bad("stall.chance",
+                 "is missing or not a number: the target metric's chance level, e.g. 0.1 for "
+                 "test_accuracy on 10 classes");
+    }
+    spec->stall = Spec::StallRule{static_cast<int>(evals), s["chance"].get<double>()};
   }
   if (doc.contains("prune")) {
     if (!doc["prune"].is_boolean()) {
@@ -588,20 +609,21 @@ StatusOr<Spec> ParseSpec(const std::string& text, const std::string& source) {
 StatusOr<Spec> LoadSpecFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFoundError(fmt::format("{}: cannot read the spec file", path));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) {
-    return InvalidArgumentError(fmt::format("{}: not a regular file", path));
+  // Bounded while reading, not after: a device (/dev/zero), a pipe or a huge file is refused as
+  // soon as it passes the limit, whatever its reported size.
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxSpecBytes) {
+      return InvalidArgumentError(fmt::format(
+          "{}: (top level): the spec is more than the {} bytes a spec may have; pass a JSON spec "
+          "file (docs/spec.md)",
+          path, kMaxSpecBytes));
+    }
   }
-  if (static_cast<size_t>(size) > kMaxSpecBytes) {
-    return InvalidArgumentError(
-        fmt::format("{}: (top level): the spec is {} bytes, more than the {} a spec may have", path,
-                    size, kMaxSpecBytes));
-  }
-  in.seekg(0, std::ios::beg);
-  std::ostringstream text;
-  text << in.rdbuf();
-  BATCHLAB_ASSIGN_OR_RETURN(Spec spec, ParseSpec(text.str(), path));
+  if (in.bad()) return NotFoundError(fmt::format("{}: cannot read the spec file", path));
+  BATCHLAB_ASSIGN_OR_RETURN(Spec spec, ParseSpec(text, path));
   spec.source_dir = boost::filesystem::absolute(path).parent_path().lexically_normal().string();
   return spec;
 }

@@ -92,6 +92,13 @@ struct Spec {
   std::vector<Constraint> constraints;
   std::vector<long long> seeds{1};
   long long max_runs = 1000;
+  // The opt-in stall rule (docs/spec.md "Stall rule"): a run whose last `evals` evaluations of
+  // its target metric were all at `chance` or worse is stopped and recorded as stalled.
+  struct StallRule {
+    int evals = 0;
+    double chance = 0;
+  };
+  std::optional<StallRule> stall;
   bool prune = true;   // stop runs that can no longer change the best steps to target (pruning.h)
   LrSearch lr_search;  // adaptive LR search per batch size (its coarse grid is the last axis)
   Resources resources;

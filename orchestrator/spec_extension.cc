@@ -15,7 +15,7 @@ using json = nlohmann::json;
 // Top-level fields that say how runs are run, not what they are.
 bool IsExecutionField(const std::string& key) {
   return key == "description" || key == "max_runs" || key == "resources" || key == "launch" ||
-         key == "slurm" || key == "prune";
+         key == "slurm" || key == "prune" || key == "stall";
 }
 
 // The seeds a spec asks for (docs/spec.md: seeds, or repeats from seed; default [1]).

@@ -107,6 +107,7 @@ struct Active {
   double prune_sent = 0;       // when the stop file was written (0: not pruned)
   std::string prune_reason;    // why (pruning.h)
   int64_t stop_from_step = 0;  // the bound last written to its prune_at file (0: none)
+  bool stalled = false;        // its stop file was the stall rule's, not pruning's
 };
 
 // The target of a resolved config as the results store reads it (nullopt: none).
@@ -296,6 +297,7 @@ class Execution {
             if (a.saw_end && a.end_seen == 0) a.end_seen = now;
             BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kRunning));
             BATCHLAB_RETURN_IF_ERROR(PruneRunning(now));
+            BATCHLAB_RETURN_IF_ERROR(StallIfHopeless(a, now));
           }
           // Asked to stop (pruned) and still going after the grace period: the program does not
           // honour the stop file; end it like a timeout.
@@ -498,6 +500,7 @@ class Execution {
     report.stopping = stopping;
     report.prune_sent = a.prune_sent > 0;
     report.prune_reason = a.prune_reason;
+    report.stalled = a.stalled;
     report.unrunnable = st.unrunnable;
     report.detail = st.detail;
     report.stderr_tail = Tail(a.dir + "/" + protocol::kStderrFile, 1500);
@@ -532,6 +535,11 @@ class Execution {
     BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, state, {code, message}));
     BATCHLAB_RETURN_IF_ERROR(
         UpdatePrune(a.index, results::IsFinished(state) ? Phase::kFinished : Phase::kWaiting));
+    if (state == RunState::kStalled) {
+      ++out_.stalled;
+      Event(fmt::format("run {} stalled after {:.1f} s", r.id, seconds));
+      return OkStatus();
+    }
     if (state == RunState::kPruned) {
       ++out_.pruned;
       Event(fmt::format("run {} pruned after {:.1f} s", r.id, seconds));
@@ -630,6 +638,39 @@ class Execution {
       Event(fmt::format("run {} asked to stop: {}", plan_.runs[a.index].id, *why));
     }
     for (Active& a : active_) ShareStopStep(a);
+    return OkStatus();
+  }
+
+  // The opt-in stall rule (docs/spec.md "Stall rule"): a running run whose last `evals`
+  // evaluations of its target metric were all at the chance level or worse is asked to stop
+  // through the stop file, as a pruned run is (so every program that honours pruning honours
+  // it), and is recorded as stalled: never counted as reaching or missing the target.
+  Status StallIfHopeless(Active& a, double now) {
+    if (!spec_.stall || a.prune_sent > 0 || a.saw_end) return OkStatus();
+    const PlannedRun& r = plan_.runs[a.index];
+    const std::optional<RunTarget> target = TargetOf(r.config);
+    if (!target) return OkStatus();
+    const Spec::StallRule& rule = *spec_.stall;
+    BATCHLAB_ASSIGN_OR_RETURN(std::vector<double> last,
+                              store_.RecentValuesOf(r.id, target->metric, rule.evals));
+    if (static_cast<int>(last.size()) < rule.evals) return OkStatus();
+    const bool higher_is_better = target->op == ">=" || target->op == ">";
+    const bool hopeless = std::all_of(last.begin(), last.end(), [&](double v) {
+      return !std::isfinite(v) || (higher_is_better ? v <= rule.chance : v >= rule.chance);
+    });
+    if (!hopeless) return OkStatus();
+    const std::string why = fmt::format(
+        "stalled: its last {} evaluations of {} were at the chance level ({}) or worse (the "
+        "spec's stall rule)",
+        rule.evals, target->metric, rule.chance);
+    std::ofstream stop(a.dir + "/" + protocol::kStopFile);
+    stop << nlohmann::json{{"reason", "stalled"}, {"message", why}}.dump() << "\n";
+    stop.close();
+    a.prune_sent = now;
+    a.prune_reason = why;
+    a.stalled = true;
+    BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "stall", why));
+    Event(fmt::format("run {} asked to stop: {}", r.id, why));
     return OkStatus();
   }
 

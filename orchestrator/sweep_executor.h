@@ -75,6 +75,7 @@ struct SweepOutcome {
   int succeeded = 0;               // completed, target_reached, budget_exhausted, diverged now
   int failed = 0;                  // failed or timed out after all retries
   int cancelled = 0;               // stopped by a stop request
+  int stalled = 0;                 // stopped by the stall rule (spec.h Spec::stall)
   int pruned = 0;                  // stopped early or never started: could not change the answer
   int preempted = 0;  // attempts that checkpointed on a signal and went on in a new attempt
   int search_rounds = 0;           // LR search: rounds added (over all batch sizes) by this call

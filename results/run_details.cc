@@ -41,6 +41,16 @@ std::string CellText(const Statement& st, int c) {
   }
 }
 
+// What a summary field measures, where two figures could be confused: the time figures.
+std::string FieldMeaning(const std::string& field) {
+  if (field == "seconds") return "wall clock, the run's start to its end (evaluations included)";
+  if (field == "target_seconds") {
+    return "wall clock, the run's start to the evaluation that met the target (evaluations and "
+           "start-up included); `analyze target` reports train_seconds: training steps only";
+  }
+  return "";
+}
+
 Status WriteSummary(Database& db, const std::string& run_id, std::FILE* out) {
   BATCHLAB_ASSIGN_OR_RETURN(Statement st, db.Prepare("SELECT * FROM run_summary WHERE run_id = ?"));
   st.BindText(1, run_id);
@@ -55,9 +65,9 @@ Status WriteSummary(Database& db, const std::string& run_id, std::FILE* out) {
     if ((name == "started_at" || name == "ended_at") && !st.ColumnIsNull(c)) {
       value = UtcTime(st.ColumnDouble(c));
     }
-    rows.push_back({name, value});
+    rows.push_back({name, value, FieldMeaning(name)});
   }
-  fmt::print(out, "{}", FormatRows({"field", "value"}, rows, OutputFormat::kTable));
+  fmt::print(out, "{}", FormatRows({"field", "value", "meaning"}, rows, OutputFormat::kTable));
   return OkStatus();
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "base/closest_name.h"
 #include "results/store.h"
 
 namespace batchlab::results {
@@ -37,15 +38,18 @@ StatusOr<SweepVersion> ResolveSweep(Database& db, const std::string& name,
   BATCHLAB_ASSIGN_OR_RETURN(Statement all,
                             db.Prepare("SELECT name || ' (v' || max(version) || ')' FROM sweeps "
                                        "GROUP BY name ORDER BY name"));
-  std::vector<std::string> known;
+  std::vector<std::string> known, names;
   while (true) {
     BATCHLAB_ASSIGN_OR_RETURN(bool r, all.Step());
     if (!r) break;
     known.push_back(all.ColumnText(0));
+    names.push_back(known.back().substr(0, known.back().rfind(" (v")));
   }
-  const std::string what = version ? fmt::format("--sweep '{}' version {}", name, *version)
-                                   : fmt::format("--sweep '{}'", name);
-  return NotFoundError(fmt::format("{} is not in {}; sweeps there: {}", what, db.path(),
+  // "sweep", not "--sweep": `sweep status NAME` names it without the flag.
+  const std::string what = version ? fmt::format("sweep '{}' version {}", name, *version)
+                                   : fmt::format("sweep '{}'", name);
+  return NotFoundError(fmt::format("{} is not in {}{}; sweeps there: {}", what, db.path(),
+                                   version ? "" : DidYouMean(name, names),
                                    known.empty() ? "none (run `batchlab sweep run SPEC` first)"
                                                  : fmt::format("{}", fmt::join(known, ", "))));
 }
@@ -97,16 +101,20 @@ StatusOr<Statement> PrepareRunList(Database& db, const RunListOptions& o) {
     BATCHLAB_RETURN_IF_ERROR(ParseRunState(*o.state).status().WithContext("--state"));
     sql += " AND state = ?";
   }
-  for (const auto& f : o.where) {
-    if (f.is_param) BATCHLAB_RETURN_IF_ERROR(CheckParamName(db, f.column));
-    sql += " AND " + WhereSql(f);
+  for (const WhereExpr& e : o.where) {
+    for (const auto& group : e.any_of) {
+      for (const WhereFilter& f : group) {
+        if (f.is_param) BATCHLAB_RETURN_IF_ERROR(CheckParamName(db, f.column));
+      }
+    }
+    sql += " AND " + WhereSql(e);
   }
   sql += " ORDER BY sweep_id, ordinal, run_id";
   BATCHLAB_ASSIGN_OR_RETURN(Statement st, db.Prepare(sql));
   int index = 1;
   if (sweep_id) st.BindInt(index++, *sweep_id);
   if (o.state) st.BindText(index++, *o.state);
-  for (const auto& f : o.where) index = BindWhereValue(st, index, f);
+  for (const WhereExpr& e : o.where) index = BindWhereValue(st, index, e);
   return st;
 }
 
@@ -114,10 +122,11 @@ StatusOr<Statement> PrepareSweepList(Database& db) {
   return db.Prepare(
       "SELECT s.name AS sweep, s.version AS version, count(r.run_key) AS runs, "
       "coalesce(sum(r.state IN "
-      "('completed','target_reached','budget_exhausted','diverged','pruned')), 0) "
+      "('completed','target_reached','budget_exhausted','diverged','pruned','stalled')), 0) "
       "AS finished, coalesce(sum(r.state = 'running'), 0) AS running, "
       "coalesce(sum(r.state = 'pending'), 0) AS pending, "
-      "coalesce(sum(r.state IN ('failed','timed_out','cancelled')), 0) AS failed, "
+      "coalesce(sum(r.state IN ('failed','timed_out')), 0) AS failed, "
+      "coalesce(sum(r.state = 'cancelled'), 0) AS cancelled, "
       "s.spec_hash AS spec_hash, s.created_at AS created_at "
       "FROM sweeps s LEFT JOIN runs r ON r.sweep_id = s.id "
       "GROUP BY s.id ORDER BY s.name, s.version");

@@ -29,7 +29,7 @@ struct RunListOptions {
   std::optional<std::string> sweep;  // the latest version of this sweep; every sweep if unset
   std::optional<int> sweep_version;  // a specific version instead of the latest
   std::optional<std::string> state;  // a run state name (checked)
-  std::vector<WhereFilter> where;    // all must hold
+  std::vector<WhereExpr> where;      // all must hold (each --where)
   std::vector<std::string> columns;  // run_summary columns; empty = DefaultListColumns(),
                                      // preceded by sweep, sweep_version when `sweep` is unset
 };
@@ -49,8 +49,9 @@ StatusOr<int64_t> ResolveSweepId(Database& db, const std::string& name,
                                  std::optional<int> version = std::nullopt);
 
 // Every sweep version with its run counts by outcome: sweep, version, runs, finished (completed,
-// target_reached, budget_exhausted, diverged, pruned), running, pending, failed (failed, timed_out,
-// cancelled), spec_hash, created_at; by name, then version.
+// target_reached, budget_exhausted, diverged, pruned, stalled), running, pending, failed (failed,
+// timed_out), cancelled (stopped by a signal; the same `sweep run` resumes them), spec_hash,
+// created_at; by name, then version.
 StatusOr<Statement> PrepareSweepList(Database& db);
 
 // The latest version of every sweep with its run count, by name.

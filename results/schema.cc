@@ -323,7 +323,7 @@ StatusOr<std::unique_ptr<Database>> OpenReadOnly(const std::string& path) {
   BATCHLAB_ASSIGN_OR_RETURN(FileIdentity id, Identify(*db));
   BATCHLAB_RETURN_IF_ERROR(CheckIdentity(*db, id));
   if (id.objects == 0) {
-    return FailedPreconditionError(fmt::format(
+    return NotFoundError(fmt::format(
         "{} is empty: no batchlab results yet (run `batchlab sweep run SPEC` first)", path));
   }
   if (id.user_version < kSchemaVersion) {

@@ -22,7 +22,7 @@ using nlohmann::json;
 
 // The finished states are the protocol's final outcomes, by the same names (base/run_protocol.h).
 constexpr const char* Named(protocol::Outcome o) { return protocol::EntryOf(o).name.data(); }
-constexpr std::array<std::pair<RunState, const char*>, 10> kStateNames = {{
+constexpr std::array<std::pair<RunState, const char*>, 11> kStateNames = {{
     {RunState::kPending, "pending"},
     {RunState::kRunning, "running"},
     {RunState::kCompleted, Named(protocol::Outcome::kCompleted)},
@@ -33,6 +33,8 @@ constexpr std::array<std::pair<RunState, const char*>, 10> kStateNames = {{
     {RunState::kTimedOut, "timed_out"},
     {RunState::kCancelled, "cancelled"},
     {RunState::kPruned, Named(protocol::Outcome::kPruned)},
+    // Not a program's outcome: the orchestrator's verdict on a run it stopped (spec "stall").
+    {RunState::kStalled, "stalled"},
 }};
 
 double NowSeconds() {
@@ -344,6 +346,23 @@ class SqliteStore final : public Store {
     return p;
   }
 
+  StatusOr<std::vector<double>> RecentValuesOf(const std::string& run_id,
+                                               const std::string& metric, int n) override {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        Statement q,
+        db_->Prepare("SELECT m.value FROM metrics m JOIN runs r ON r.run_key = m.run_key AND "
+                     "r.attempt = m.attempt WHERE r.id = ?1 AND m.name_id = (SELECT id FROM "
+                     "metric_names WHERE name = ?2) ORDER BY m.step DESC, m.seq DESC LIMIT ?3"));
+    q.BindText(1, run_id).BindText(2, metric).BindInt(3, n);
+    std::vector<double> out;
+    while (true) {
+      BATCHLAB_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      out.push_back(q.ColumnDouble(0));
+    }
+    return out;
+  }
+
   Status RecordEvent(const std::string& run_id, const std::string& kind,
                      const std::string& message) override {
     BATCHLAB_ASSIGN_OR_RETURN(
@@ -392,7 +411,7 @@ bool IsTerminal(RunState s) { return s != RunState::kPending && s != RunState::k
 
 bool IsFinished(RunState s) {
   return s == RunState::kCompleted || s == RunState::kTargetReached || s == RunState::kDiverged ||
-         s == RunState::kBudgetExhausted || s == RunState::kPruned;
+         s == RunState::kBudgetExhausted || s == RunState::kPruned || s == RunState::kStalled;
 }
 
 StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {

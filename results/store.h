@@ -34,13 +34,14 @@ enum class RunState {
   kFailed,
   kTimedOut,
   kCancelled,
-  kPruned,  // stopped early: it could no longer change the study's answer (pruning.h)
+  kPruned,   // stopped early: it could no longer change the study's answer (pruning.h)
+  kStalled,  // stopped by the opt-in stall rule: no better than chance for N evaluations
 };
 const char* RunStateName(RunState s);  // "pending", "running", "completed", "target_reached", ...
 StatusOr<RunState> ParseRunState(const std::string& name);
 bool IsTerminal(RunState s);  // every state but pending and running
-bool IsFinished(RunState s);  // completed, target_reached, diverged, budget_exhausted, pruned:
-                              // never re-run
+bool IsFinished(RunState s);  // completed, target_reached, diverged, budget_exhausted, pruned,
+                              // stalled: never re-run
 
 struct SweepRecord {
   int64_t id = 0;
@@ -145,6 +146,10 @@ class Store {
   virtual StatusOr<TargetProgress> TargetProgressOf(const std::string& run_id,
                                                     const std::string& metric,
                                                     const std::string& op, double value) = 0;
+
+  // The last `n` values of `metric` logged by the run's current attempt, newest first.
+  virtual StatusOr<std::vector<double>> RecentValuesOf(const std::string& run_id,
+                                                       const std::string& metric, int n) = 0;
 
   // Appends a free-form event (retry, error, cancel) to a run's history.
   virtual Status RecordEvent(const std::string& run_id, const std::string& kind,

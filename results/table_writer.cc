@@ -75,9 +75,8 @@ Cell TableCell(const Statement& st, int c, const std::string& column) {
 
 // Aligned text: a header, a rule, the rows; numeric columns right-aligned, each column's reals
 // in one style (scientific for all when one of them needs it).
-void AppendAligned(fmt::memory_buffer& buf, const std::vector<std::string>& columns,
-                   std::vector<std::vector<Cell>>& rows, const std::vector<bool>& numeric) {
-  const size_t n = columns.size();
+// Formats each column's reals with 4 significant digits, in one style per column.
+void StyleReals(std::vector<std::vector<Cell>>& rows, size_t n) {
   for (size_t c = 0; c < n; ++c) {
     bool scientific = false;
     for (const auto& r : rows)
@@ -86,6 +85,12 @@ void AppendAligned(fmt::memory_buffer& buf, const std::vector<std::string>& colu
       if (r[c].is_real) r[c].text = FormatRealIn(r[c].real, scientific, 4);
     }
   }
+}
+
+void AppendAligned(fmt::memory_buffer& buf, const std::vector<std::string>& columns,
+                   std::vector<std::vector<Cell>>& rows, const std::vector<bool>& numeric) {
+  const size_t n = columns.size();
+  StyleReals(rows, n);
   std::vector<size_t> width(n);
   for (size_t c = 0; c < n; ++c) {
     width[c] = columns[c].size();
@@ -218,37 +223,97 @@ std::string FormatNumber(double v, int significant) {
   return fmt::format("{:.{}g}", v, significant);
 }
 
+namespace {
+
+// The kind of every cell, and per column whether all its cells are numbers (empty ones aside)
+// and whether they are all percents.
+struct RowKinds {
+  std::vector<std::vector<TextKind>> kinds;
+  std::vector<bool> numeric, percent;
+};
+
+RowKinds KindsOf(size_t n, const std::vector<std::vector<std::string>>& rows) {
+  RowKinds k{std::vector<std::vector<TextKind>>(rows.size(), std::vector<TextKind>(n)),
+             std::vector<bool>(n, true), std::vector<bool>(n, false)};
+  std::vector<bool> any_percent(n, false), any_plain(n, false);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t c = 0; c < n; ++c) {
+      const TextKind kind = KindOf(c < rows[i].size() ? rows[i][c] : "");
+      k.kinds[i][c] = kind;
+      if (kind == TextKind::kText) k.numeric[c] = false;
+      if (kind == TextKind::kPercent) any_percent[c] = true;
+      if (kind == TextKind::kInteger || kind == TextKind::kReal) any_plain[c] = true;
+    }
+  }
+  for (size_t c = 0; c < n; ++c) k.percent[c] = k.numeric[c] && any_percent[c] && !any_plain[c];
+  return k;
+}
+
+// The cells as a person reads them: reals with 4 significant digits in one style per numeric
+// column, percents with 3, integers and text as they are.
+std::vector<std::vector<Cell>> DisplayCells(size_t n,
+                                            const std::vector<std::vector<std::string>>& rows,
+                                            const RowKinds& k) {
+  std::vector<std::vector<Cell>> cells(rows.size(), std::vector<Cell>(n));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t c = 0; c < n; ++c) {
+      Cell& cell = cells[i][c];
+      cell.text = c < rows[i].size() ? rows[i][c] : "";
+      if (!k.numeric[c]) continue;
+      if (k.kinds[i][c] == TextKind::kReal) {
+        cell.is_real = true;
+        cell.real = std::strtod(cell.text.c_str(), nullptr);
+      } else if (k.kinds[i][c] == TextKind::kPercent) {
+        cell.text = FormatNumber(std::strtod(cell.text.c_str(), nullptr), 3) + "%";
+      }
+    }
+  }
+  StyleReals(cells, n);
+  return cells;
+}
+
+}  // namespace
+
+std::string ExactNumber(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  // An integral value as an integer ("12000000000000", never "1.2e+13"), up to 2^53 where
+  // doubles hold every integer; otherwise the shortest form that reads back as exactly v.
+  if (std::fabs(v) < 9007199254740992.0 && v == std::trunc(v)) return fmt::format("{:.0f}", v);
+  return fmt::format("{}", v);
+}
+
+std::vector<std::vector<std::string>> DisplayRows(
+    const std::vector<std::string>& columns, const std::vector<std::vector<std::string>>& rows) {
+  const size_t n = columns.size();
+  std::vector<std::vector<std::string>> out;
+  for (auto& r : DisplayCells(n, rows, KindsOf(n, rows))) {
+    std::vector<std::string> texts;
+    for (auto& cell : r) texts.push_back(std::move(cell.text));
+    out.push_back(std::move(texts));
+  }
+  return out;
+}
+
 std::string FormatRows(const std::vector<std::string>& columns,
                        const std::vector<std::vector<std::string>>& rows, OutputFormat format) {
   const size_t n = columns.size();
-  std::vector<std::vector<TextKind>> kinds(rows.size(), std::vector<TextKind>(n));
-  std::vector<bool> numeric(n, true);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    for (size_t c = 0; c < n; ++c) {
-      kinds[i][c] = KindOf(c < rows[i].size() ? rows[i][c] : "");
-      if (kinds[i][c] == TextKind::kText) numeric[c] = false;
-    }
-  }
+  const RowKinds k = KindsOf(n, rows);
   auto text = [&](size_t i, size_t c) -> std::string {
-    return c < rows[i].size() ? rows[i][c] : "";
+    std::string t = c < rows[i].size() ? rows[i][c] : "";
+    if (k.percent[c] && !t.empty()) t.pop_back();  // the number, its unit in the column name
+    return t;
   };
+  // A column of percents is named for its unit in CSV and JSON, whose cells are plain numbers.
+  auto name = [&](size_t c) { return k.percent[c] ? columns[c] + "_percent" : columns[c]; };
   fmt::memory_buffer buf;
   if (format == OutputFormat::kTable) {
-    std::vector<std::vector<Cell>> cells(rows.size(), std::vector<Cell>(n));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      for (size_t c = 0; c < n; ++c) {
-        cells[i][c].text = text(i, c);
-        if (numeric[c] && kinds[i][c] == TextKind::kReal) {
-          cells[i][c].is_real = true;
-          cells[i][c].real = std::strtod(cells[i][c].text.c_str(), nullptr);
-        }
-      }
-    }
-    AppendAligned(buf, columns, cells, numeric);
+    std::vector<std::vector<Cell>> cells = DisplayCells(n, rows, k);
+    AppendAligned(buf, columns, cells, k.numeric);
   } else if (format == OutputFormat::kCsv) {
     for (size_t c = 0; c < n; ++c) {
       if (c > 0) buf.push_back(',');
-      AppendCsvField(buf, columns[c]);
+      AppendCsvField(buf, name(c));
     }
     buf.push_back('\n');
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -265,16 +330,16 @@ std::string FormatRows(const std::vector<std::string>& columns,
       nlohmann::ordered_json o = nlohmann::ordered_json::object();
       for (size_t c = 0; c < n; ++c) {
         const std::string t = text(i, c);
-        const TextKind k = kinds[i][c];
-        if (k == TextKind::kEmpty) {
-          o[columns[c]] = nullptr;
-        } else if (k == TextKind::kInteger) {
-          o[columns[c]] = std::strtoll(t.c_str(), nullptr, 10);
-        } else if (k == TextKind::kReal) {
+        const TextKind kind = k.kinds[i][c];
+        if (kind == TextKind::kEmpty) {
+          o[name(c)] = nullptr;
+        } else if (kind == TextKind::kInteger) {
+          o[name(c)] = std::strtoll(t.c_str(), nullptr, 10);
+        } else if (kind == TextKind::kReal || (kind == TextKind::kPercent && k.percent[c])) {
           const double d = std::strtod(t.c_str(), nullptr);
-          o[columns[c]] = std::isfinite(d) ? nlohmann::ordered_json(d) : nullptr;
+          o[name(c)] = std::isfinite(d) ? nlohmann::ordered_json(d) : nullptr;
         } else {
-          o[columns[c]] = t;
+          o[name(c)] = t;
         }
       }
       buf.append(o.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

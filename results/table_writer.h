@@ -41,10 +41,22 @@ const char* OutputFormatName(OutputFormat f);
 StatusOr<int64_t> WriteRows(Statement& st, OutputFormat format, std::FILE* out);
 
 // `rows` of text cells ("" = no value) in `format`. A column whose non-empty cells all read as
-// numbers is numeric: right-aligned (a trailing % allowed), its reals in one style, and JSON
-// numbers rather than strings.
+// numbers is numeric: right-aligned (a trailing % allowed), its reals in one style (4
+// significant digits, percents 3), and JSON numbers rather than strings. Cells should hold exact
+// numbers (ExactNumber): CSV and JSON write them as they are, so an integer stays exact
+// (10752, never 1.075e+04); a column of percents ("7.66%") becomes plain numbers in a column
+// named `<name>_percent`.
 std::string FormatRows(const std::vector<std::string>& columns,
                        const std::vector<std::vector<std::string>>& rows, OutputFormat format);
+
+// The cells of `rows` as the table format shows them (rounded, one style per column), for
+// renderings that lay the table out themselves (Markdown, HTML).
+std::vector<std::vector<std::string>> DisplayRows(
+    const std::vector<std::string>& columns, const std::vector<std::vector<std::string>>& rows);
+
+// `v` exactly, in its shortest form that reads back as `v` ("10752", "0.07081234", "1e-07"):
+// the cell of a table that FormatRows rounds for people and keeps exact in CSV and JSON.
+std::string ExactNumber(double v);
 
 // The one number formatter of the CLI, the reports and the live view: `v` with `significant`
 // significant digits, shortest form ("912.5", "0.85", "1.25e+05"); "inf", "-inf", "nan". Cells

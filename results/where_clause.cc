@@ -10,6 +10,8 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "base/closest_name.h"
+
 namespace batchlab::results {
 namespace {
 
@@ -86,6 +88,13 @@ const std::vector<std::string>& RunSummaryColumns() {
   return kColumns;
 }
 
+bool IsNumericColumn(std::string_view name) {
+  static const std::vector<std::string> kText = {
+      "sweep",     "run_id",  "state",     "optimizer", "lr_rule", "model", "dataset",
+      "precision", "comm_backend", "outcome", "host"};
+  return IsRunSummaryColumn(name) && std::find(kText.begin(), kText.end(), name) == kText.end();
+}
+
 bool IsRunSummaryColumn(std::string_view name) {
   const auto& cols = RunSummaryColumns();
   return std::find(cols.begin(), cols.end(), name) != cols.end();
@@ -106,8 +115,9 @@ StatusOr<WhereFilter> ParseWhere(std::string_view clause) {
   // A dotted name is a swept parameter (run_params), checked against the database later.
   f.is_param = f.column.find('.') != std::string::npos;
   if (!f.is_param && !IsRunSummaryColumn(f.column)) {
-    return InvalidArgumentError(fmt::format("{}: unknown column '{}'; valid columns: {}", quoted,
-                                            f.column, ValidColumns()));
+    return InvalidArgumentError(fmt::format("{}: unknown column '{}'{}; valid columns: {}", quoted,
+                                            f.column, DidYouMean(f.column, RunSummaryColumns()),
+                                            ValidColumns()));
   }
   rest = Trim(rest.substr(n));
   // The operator: the run of symbol characters, or the word `like`.
@@ -136,13 +146,92 @@ StatusOr<WhereFilter> ParseWhere(std::string_view clause) {
     return InvalidArgumentError(
         fmt::format("{}: missing value after '{} {}'", quoted, f.column, f.op));
   }
+  const bool quoted_value = value.size() >= 2 && (value.front() == '\'' || value.front() == '"') &&
+                            value.back() == value.front();
+  if (!quoted_value && value.find_first_of(" \t") != std::string_view::npos) {
+    // `batch_size>=256 nodes=2`: a second comparison without AND/OR, read as one odd value.
+    return InvalidArgumentError(fmt::format(
+        "{}: unexpected '{}' after the value of '{} {}'; join comparisons with AND, OR or a comma "
+        "(e.g. 'batch_size>=256 AND nodes=2'), or quote a value that has spaces",
+        quoted, Trim(value.substr(value.find_first_of(" \t"))), f.column, f.op));
+  }
   f.value = f.op == "LIKE" ? std::variant<int64_t, double, std::string>(std::string(value))
                            : TypedValue(value);
-  if (f.op == "LIKE" && value.size() >= 2 && (value.front() == '\'' || value.front() == '"') &&
-      value.back() == value.front()) {
-    f.value = std::string(value.substr(1, value.size() - 2));
+  if (f.op == "LIKE" && quoted_value) f.value = std::string(value.substr(1, value.size() - 2));
+  if (!f.is_param && f.op != "LIKE" && IsNumericColumn(f.column) &&
+      std::holds_alternative<std::string>(f.value)) {
+    return InvalidArgumentError(fmt::format(
+        "{}: '{}' is not a number, and {} holds numbers; compare it with a number (e.g. {}{}256)",
+        quoted, value, f.column, f.column, f.op));
   }
   return f;
+}
+
+StatusOr<WhereExpr> ParseWhereExpression(std::string_view expression) {
+  const std::string quoted = fmt::format("--where '{}'", expression);
+  WhereExpr e;
+  e.any_of.emplace_back();
+  // Splits at AND / OR / ',' outside quotes; each piece is one comparison.
+  size_t start = 0;
+  char quote = 0;
+  auto flush = [&](size_t end) -> Status {
+    const std::string_view piece = Trim(expression.substr(start, end - start));
+    if (piece.empty()) {
+      return InvalidArgumentError(fmt::format(
+          "{}: a comparison is missing before or after AND, OR or a comma; write e.g. "
+          "'batch_size>=256 AND nodes=2'",
+          quoted));
+    }
+    StatusOr<WhereFilter> f = ParseWhere(piece);
+    if (!f.ok() && piece == Trim(expression)) return f.status();  // the whole expression
+    if (!f.ok()) {
+      return InvalidArgumentError(fmt::format("{}: in '{}': {}", quoted, piece,
+                                              f.status().message().substr(
+                                                  fmt::format("--where '{}': ", piece).size())));
+    }
+    e.any_of.back().push_back(std::move(f).value());
+    return OkStatus();
+  };
+  auto word_at = [&](size_t i, std::string_view word) {
+    if (i + word.size() > expression.size()) return false;
+    for (size_t k = 0; k < word.size(); ++k) {
+      if (std::tolower(static_cast<unsigned char>(expression[i + k])) != word[k]) return false;
+    }
+    const bool before = i == 0 || std::isspace(static_cast<unsigned char>(expression[i - 1]));
+    const size_t after = i + word.size();
+    return before &&
+           (after == expression.size() || std::isspace(static_cast<unsigned char>(expression[after])));
+  };
+  for (size_t i = 0; i < expression.size(); ++i) {
+    const char c = expression[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '(' || c == ')') {
+      return InvalidArgumentError(fmt::format(
+          "{}: parentheses are not supported; AND binds tighter than OR (a AND b OR c is (a AND "
+          "b) OR c), and several --where flags must all hold",
+          quoted));
+    } else if (c == ',' || word_at(i, "and")) {
+      BATCHLAB_RETURN_IF_ERROR(flush(i));
+      i += c == ',' ? 0 : 2;
+      start = i + 1;
+    } else if (word_at(i, "or")) {
+      BATCHLAB_RETURN_IF_ERROR(flush(i));
+      e.any_of.emplace_back();
+      i += 1;
+      start = i + 1;
+    }
+  }
+  if (quote != 0) {
+    return InvalidArgumentError(
+        fmt::format("{}: a quote ({}) is not closed", quoted, std::string(1, quote)));
+  }
+  BATCHLAB_RETURN_IF_ERROR(flush(expression.size()));
+  return e;
 }
 
 std::string WhereSql(const WhereFilter& f) {
@@ -153,6 +242,23 @@ std::string WhereSql(const WhereFilter& f) {
         f.op);
   }
   return fmt::format("{} {} ?", f.column, f.op);
+}
+
+std::string WhereSql(const WhereExpr& e) {
+  std::vector<std::string> groups;
+  for (const auto& group : e.any_of) {
+    std::vector<std::string> parts;
+    for (const WhereFilter& f : group) parts.push_back(WhereSql(f));
+    groups.push_back(fmt::format("({})", fmt::join(parts, " AND ")));
+  }
+  return fmt::format("({})", fmt::join(groups, " OR "));
+}
+
+int BindWhereValue(Statement& st, int index, const WhereExpr& e) {
+  for (const auto& group : e.any_of) {
+    for (const WhereFilter& f : group) index = BindWhereValue(st, index, f);
+  }
+  return index;
 }
 
 int BindWhereValue(Statement& st, int index, const WhereFilter& f) {

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages batchlab needs (idempotent) and builds everything into build/.
+# Installs the Debian packages batchlab needs (idempotent) and builds into build/, on every core.
+#   bash scripts/build.sh                              # everything (the test command needs it all)
+#   bash scripts/build.sh batchlab batchlab-runner     # only these targets (the quickstart's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -10,4 +12,6 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}"
-cmake --build build
+targets=()
+if [ $# -gt 0 ]; then targets=(--target "$@"); fi
+cmake --build build -j "$(nproc)" "${targets[@]}"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A small ResNet-style CNN on Fashion-MNIST with PyTorch DistributedDataParallel (gloo), written
-the ordinary way. Run it with `torchrun --nproc_per_node 2 train_plain.py` or, on one process,
-`python3 train_plain.py`. train.py is the same program joined to batchlab (see the diff in
+the ordinary way. Run it with `batchlab-rank --spawn 2 -- python3 train_plain.py` (a plain
+torchrun-style launcher, built next to `batchlab`; torchrun itself crashes with torch 1.13 on the
+reference machine) or, on one process, `python3 train_plain.py`. train.py is the same program joined to batchlab (see the diff in
 README.md).
 """
 import argparse

@@ -161,7 +161,7 @@ TEST_F(AnalyzeCliTest, ParetoListsFrontierRuns) {
 TEST_F(AnalyzeCliTest, BadInputExitsTwoNamingTheFlag) {
   Result r = Analyze("analyze crit --sweep nosuch");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("--sweep 'nosuch'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sweep 'nosuch' is not in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("synthetic"), std::string::npos) << r.out;
 
   r = Analyze("analyze crit --sweep synthetic --target 'accuracy=0.9'");

@@ -5,6 +5,8 @@
 #include "analysis/report_charts.h"
 
 #include <cstdlib>
+#include <functional>
+#include <optional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -120,6 +122,76 @@ TEST_F(ReportChartsTest, HtmlInlinesTheLibraryOrSaysHowToInstallIt) {
   unsetenv("BATCHLAB_WEB_MODULES");
   EXPECT_NE(bare.find("scripts/install-web-deps.sh"), std::string::npos);
   EXPECT_NE(bare.find("<h2>Results</h2>"), std::string::npos);  // tables still there
+}
+
+TEST_F(ReportChartsTest, BCritIsMarkedOnTheStepsChartWithItsInterval) {
+  // It was only in the caption.
+  const CritFit& f = study_->crit.fit;
+  const json& rule = Layer("steps_to_target", "b_crit");
+  EXPECT_EQ(rule["mark"]["type"], "rule");
+  EXPECT_DOUBLE_EQ(rule["data"]["values"][0]["b_crit"].get<double>(), f.b_crit.value);
+  const json& band = Layer("steps_to_target", "b_crit_interval");
+  EXPECT_EQ(band["mark"]["type"], "rect");
+  EXPECT_DOUBLE_EQ(band["data"]["values"][0]["low"].get<double>(), f.b_crit.low);
+  EXPECT_DOUBLE_EQ(band["data"]["values"][0]["high"].get<double>(), f.b_crit.high);
+}
+
+TEST_F(ReportChartsTest, OneColourPerBatchSizeAcrossTheReport) {
+  // Every colour scale by batch size has the same domain (every batch size of the study), so a
+  // batch size has the same colour in every chart; each chart's own domain shifted them.
+  std::vector<json> domains;
+  std::function<void(const json&)> visit = [&](const json& j) {
+    if (j.is_object()) {
+      if (j.contains("color") && j["color"].is_object() &&
+          j["color"].value("field", "") == "batch_size") {
+        domains.push_back(j["color"]["scale"]["domain"]);
+      }
+      for (const auto& [k, v] : j.items()) visit(v);
+    } else if (j.is_array()) {
+      for (const json& v : j) visit(v);
+    }
+  };
+  for (const auto& [id, c] : charts_) visit(c.spec);
+  ASSERT_GE(domains.size(), 5u);
+  std::set<int64_t> batches;
+  for (const TargetHit& h : study_->target.hits) batches.insert(h.batch_size);
+  for (const json& d : domains) {
+    EXPECT_EQ(d, domains.front());
+    for (int64_t b : batches) {
+      EXPECT_NE(std::find(d.begin(), d.end(), json(b)), d.end()) << b << " not in " << d.dump();
+    }
+  }
+}
+
+TEST_F(ReportChartsTest, PrunedAndStalledRunsAreDrawnAsTheSubtitlePromises) {
+  // The subtitle promises open triangles for runs that stopped without reaching the target; a
+  // pruned run was not drawn at all.
+  std::set<std::string> stopped;
+  int n = 0;
+  for (TargetHit& h : study_->target.hits) {
+    if (h.status != HitStatus::kReached || n >= 2) continue;
+    h.status = n++ == 0 ? HitStatus::kPruned : HitStatus::kStalled;
+    stopped.insert(h.run_id);
+  }
+  ASSERT_EQ(stopped.size(), 2u);
+  std::optional<Chart> steps;
+  for (Chart& c : StudyCharts(*study_)) {
+    if (c.id == "steps_to_target") steps = std::move(c);
+  }
+  ASSERT_TRUE(steps);
+  std::set<std::string> drawn;
+  for (const json& l : steps->spec["layer"]) {
+    if (l.value("name", "") != "not_reached") continue;
+    for (const json& v : l["data"]["values"]) {
+      drawn.insert(v["run"].get<std::string>());
+      if (stopped.count(v["run"].get<std::string>())) {
+        EXPECT_TRUE(v["kind"].get<std::string>().rfind("pruned", 0) == 0 ||
+                    v["kind"].get<std::string>().rfind("stalled", 0) == 0)
+            << v.dump();
+      }
+    }
+  }
+  for (const std::string& id : stopped) EXPECT_TRUE(drawn.count(id)) << id << " not drawn";
 }
 
 TEST(ThinTest, KeepsFirstAndLastAndAtMostMaxPoints) {

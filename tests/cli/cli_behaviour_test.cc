@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -268,6 +269,119 @@ TEST_F(CliBehaviourTest, TableNumbersAreRightAlignedInOneStyle) {
     EXPECT_EQ(x.size(), 4u) << "x not 4 significant digits: " << lines[i];
     EXPECT_TRUE(std::regex_match(m[2].str(), std::regex(R"([0-9]\.[0-9]{3}e-0[34])"))) << lines[i];
   }
+}
+
+TEST_F(CliBehaviourTest, MistypedCommandsAndFlagsNameTheNearestOne) {
+  struct Case {
+    std::string args;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      // Was "A subcommand is required", no choices, no suggestion.
+      {"swep list", {"unknown command 'swep' for `batchlab`", "did you mean 'sweep'?", "results"}},
+      {"analyze critt --sweep synthetic",
+       {"unknown command 'critt' for `batchlab analyze`", "did you mean 'crit'?"}},
+      {"results list --sweep synthetic --formt csv",
+       {"unknown flag '--formt' for `batchlab results list`", "did you mean '--format'?"}},
+      {"sweep", {"`batchlab sweep` needs a subcommand: run, plan, list, status"}},
+      {"", {"`batchlab` needs a subcommand: sweep, results, analyze, report, ui"}},
+      {"results list --format xml", {"--format"}},
+  };
+  for (const Case& c : cases) {
+    const Result r = Run(c.args);
+    EXPECT_EQ(r.code, 2) << c.args;
+    EXPECT_TRUE(r.out.empty()) << c.args << ": " << r.out;
+    // One error style: the prefix once, at the start.
+    EXPECT_EQ(r.err.rfind("batchlab: error: ", 0), 0u) << c.args << ": " << r.err;
+    EXPECT_EQ(r.err.find("error:", 17), std::string::npos) << c.args << ": " << r.err;
+    for (const std::string& s : c.says) {
+      EXPECT_NE(r.err.find(s), std::string::npos) << c.args << ": " << r.err;
+    }
+  }
+}
+
+TEST_F(CliBehaviourTest, MistypedSpecFieldsNameTheNearestOne) {
+  struct Case {
+    std::string spec, says;
+  };
+  const std::vector<Case> cases = {
+      {R"({"name": "t", "base": {"batch_szie": 64}})", "did you mean 'batch_size'?"},
+      {R"({"name": "t", "base": {"batch_size": 64}, "axis": {}})", "did you mean 'axes'?"},
+      {R"({"name": "t", "base": {"batch_size": 64}, "axes": {"batch_szie": [64, 128]}})",
+       "did you mean 'batch_size'?"},
+      {R"({"name": "t", "base": {"batch_size": 64, "optimizer": {"nmae": "sgd"}}})",
+       "did you mean 'name'?"},
+  };
+  for (const Case& c : cases) {
+    const std::string spec = dir_->File("typo.json");
+    std::ofstream(spec) << c.spec;
+    const Result r = Run("sweep plan '" + spec + "' --no-validate");
+    EXPECT_EQ(r.code, 2) << c.spec;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.spec << ": " << r.err;
+  }
+}
+
+TEST_F(CliBehaviourTest, SpecReadingStopsAtTheLimit) {
+  // /dev/zero never ends: the limit must be checked while reading (it read 512 MiB, >10 s).
+  const auto start = std::chrono::steady_clock::now();
+  const Result r = Raw("sweep plan /dev/zero");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("more than the 16777216 bytes a spec may have"), std::string::npos)
+      << r.err;
+  EXPECT_LT(seconds, 5) << "read far past the limit";
+}
+
+TEST_F(CliBehaviourTest, PlanCountsAgreeWithTheirNouns) {
+  const std::string one = dir_->File("one.json");
+  std::ofstream(one) << R"({"name": "one", "base": {"mode": "noop", "batch_size": 64}})";
+  const Result r = Run("sweep plan '" + one + "' --no-validate");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("): 1 run\n"), std::string::npos) << r.out;  // was "1 runs"
+  EXPECT_NE(r.out.find("1 grid point, 1 run"), std::string::npos) << r.out;
+  const std::string two = dir_->File("two.json");
+  std::ofstream(two) << R"({"name": "two", "base": {"mode": "noop"},
+      "axes": {"batch_size": [64, 128, 64]}})";
+  const Result r2 = Run("sweep plan '" + two + "' --no-validate");
+  ASSERT_EQ(r2.code, 0) << r2.err;
+  EXPECT_NE(r2.out.find("): 2 runs\n"), std::string::npos) << r2.out;
+  EXPECT_NE(r2.out.find("3 grid points, 1 duplicate merged, 2 runs"), std::string::npos) << r2.out;
+}
+
+TEST_F(CliBehaviourTest, TargetOutsideTheMetricsRangeIsWarnedAbout) {
+  // An accuracy is a fraction: 80 was accepted silently ("no recommendation", every run "never
+  // reached", exit 0).
+  const Result r = Run("analyze recommend --sweep synthetic --target 'test_accuracy>=80'");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("batchlab: warning: --target 'test_accuracy>=80': test_accuracy is a "
+                       "fraction in [0, 1], so no run can meet it (for 80% write "
+                       "'test_accuracy>=0.8')"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err, std::regex("no run reached it; the best test_accuracy observed is 0\\.[0-9]+ \\(run "
+                        "[0-9a-f]+\\)")))
+      << r.err;
+  // A target some run met: no warning.
+  const Result ok = Run("analyze target --sweep synthetic --target 'test_accuracy>=0.85'");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.err.find("warning"), std::string::npos) << ok.err;
+}
+
+TEST_F(CliBehaviourTest, CsvNumbersAreExactAndPercentsAreNumbers) {
+  // Integers were rounded to 4 significant digits (1.075e+04 for 10752) and percents were text.
+  const Result target = Run("analyze target --sweep synthetic --format csv");
+  ASSERT_EQ(target.code, 0) << target.err;
+  EXPECT_FALSE(std::regex_search(target.out, std::regex("[0-9]e\\+0[0-4]"))) << target.out;
+  const Result scaling = Run("analyze scaling --sweep synthetic --format csv");
+  ASSERT_EQ(scaling.code, 0) << scaling.err;
+  EXPECT_EQ(scaling.out.find('%'), std::string::npos) << scaling.out;
+  EXPECT_NE(scaling.out.find("efficiency_percent"), std::string::npos) << scaling.out;
+  // The table still shows 4 significant digits, percents with their sign.
+  const Result table = Run("analyze scaling --sweep synthetic");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find('%'), std::string::npos) << table.out;
 }
 
 }  // namespace

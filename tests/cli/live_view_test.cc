@@ -178,6 +178,99 @@ TEST_F(LiveViewTest, UiServesProgressJsonAndTheLivePageReadOnly) {
   if (ui.running()) ui.terminate();
   ui.wait();
   EXPECT_EQ(ui.exit_code(), 130);  // 128 + SIGINT
+  // Ctrl-C is how a server is stopped: no error message ("stopped by signal 2").
+  EXPECT_EQ(ReadAll(dir_.File("ui.err")).find("error"), std::string::npos)
+      << ReadAll(dir_.File("ui.err"));
+}
+
+// The port of the first `batchlab ui` started with --port 0, or 0 if it printed none in 20 s.
+int PortOf(const std::string& log) {
+  const std::regex address(R"(http://127\.0\.0\.1:(\d+)/)");
+  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until;) {
+    std::smatch m;
+    const std::string text = ReadAll(log);
+    if (std::regex_search(text, m, address)) return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+// Waits up to `seconds` for `c` to exit; false (and kills it) if it is still running.
+bool ExitsWithin(bp::child& c, double seconds) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  while (c.running() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (c.running()) {
+    c.terminate();
+    return false;
+  }
+  c.wait();
+  return true;
+}
+
+TEST_F(LiveViewTest, UiOnAPortInUseExits2NamingThePort) {
+  bp::child sweep = StartSweep();
+  sweep.wait();
+  ASSERT_EQ(sweep.exit_code(), 0) << ReadAll(dir_.File("run.err"));
+  bp::child first(BATCHLAB_BIN, bp::args({"--db", Db(), "ui", "--port", "0"}),
+                  bp::std_out > dir_.File("ui1.log"), bp::std_err > dir_.File("ui1.err"),
+                  bp::std_in < bp::null);
+  const int port = PortOf(dir_.File("ui1.log"));
+  ASSERT_NE(port, 0) << ReadAll(dir_.File("ui1.err"));
+  // A second server on the same port used to start too (SO_REUSEPORT) and take half the
+  // requests, for another database.
+  bp::child second(BATCHLAB_BIN, bp::args({"--db", Db(), "ui", "--port", std::to_string(port)}),
+                   bp::std_out > dir_.File("ui2.log"), bp::std_err > dir_.File("ui2.err"),
+                   bp::std_in < bp::null);
+  const bool exited = ExitsWithin(second, 15);
+  EXPECT_TRUE(exited) << "a second `batchlab ui` listens on port " << port;
+  if (exited) {
+    EXPECT_EQ(second.exit_code(), 2);
+    const std::string err = ReadAll(dir_.File("ui2.err"));
+    EXPECT_NE(err.find(fmt::format("--port {}", port)), std::string::npos) << err;
+    EXPECT_NE(err.find("in use"), std::string::npos) << err;
+  }
+  ::kill(first.id(), SIGINT);
+  EXPECT_TRUE(ExitsWithin(first, 10));
+}
+
+TEST_F(LiveViewTest, WatchWaitsForTheSweepToStartAndCtrlCEndsItQuietly) {
+  // Started before the sweep (and its database) exist: it used to exit 2 at once.
+  const std::string out = dir_.File("watch.out"), err = dir_.File("watch.err");
+  bp::child watch(BATCHLAB_BIN, bp::args({"--db", Db(), "sweep", "status", "s", "--watch", "0.3"}),
+                  bp::std_out > out, bp::std_err > err, bp::std_in < bp::null);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_TRUE(watch.running()) << ReadAll(err);
+  EXPECT_NE(ReadAll(err).find("waiting for sweep s to start"), std::string::npos) << ReadAll(err);
+  bp::child sweep = StartSweep();
+  ASSERT_TRUE(ExitsWithin(watch, 60)) << ReadAll(out);
+  EXPECT_EQ(watch.exit_code(), 0) << ReadAll(err);
+  EXPECT_NE(ReadAll(out).rfind("2 runs: 2 completed | ETA 0:00"), std::string::npos) << ReadAll(out);
+  sweep.wait();
+
+  // Ctrl-C while watching: 130, and no error message.
+  bp::child waiting(BATCHLAB_BIN,
+                    bp::args({"--db", Db(), "sweep", "status", "nope", "--watch", "0.2"}),
+                    bp::std_out > out, bp::std_err > err, bp::std_in < bp::null);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ::kill(waiting.id(), SIGINT);
+  ASSERT_TRUE(ExitsWithin(waiting, 10));
+  EXPECT_EQ(waiting.exit_code(), 130);
+  EXPECT_EQ(ReadAll(err).find("error"), std::string::npos) << ReadAll(err);
+}
+
+TEST_F(LiveViewTest, AStartRefusedByTheDatabaseCreatesNoRunsFolder) {
+  // Not a batchlab database: refused (exit 2), and the --runs-dir it named is not created.
+  std::ofstream(Db()) << "not sqlite at all, just text that is long enough to be read as a header";
+  const std::string spec = dir_.File("s.json");
+  std::ofstream(spec) << R"({"name": "s", "base": {"mode": "noop", "batch_size": 64, "budget": {"steps": 5}}})";
+  const std::string runs = dir_.File("new/runs");
+  Result r = Cli({"sweep", "run", spec, "--runs-dir", runs, "--runner", FAKE_RUNNER});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("batchlab: error: "), std::string::npos) << r.err;
+  struct stat st {};
+  EXPECT_NE(stat(dir_.File("new").c_str(), &st), 0) << "an empty runs folder was left behind";
 }
 
 TEST_F(LiveViewTest, UiOnAFileThatIsNotADatabaseExits2NamingTheFix) {

@@ -99,6 +99,25 @@ TEST(AttemptVerdictTest, FailuresSayWhyAndOnlyHopelessOnesAreNotRetried) {
 }
 
 // Every combination of exit code, signal, end line and flags.
+TEST(AttemptVerdictTest, AStopAskedByTheStallRuleIsStalledNotPruned) {
+  // The program obeys the stop file the same way (end line "pruned", exit 6), or is stopped, or
+  // ends otherwise: the run is stalled, with the rule's reason, never retried.
+  AttemptReport obeyed = Exited(6, "pruned");
+  AttemptReport killed = Exited(143);
+  AttemptReport after_end = Exited(143, "pruned");
+  for (AttemptReport* r : {&obeyed, &killed, &after_end}) {
+    r->prune_sent = true;
+    r->stalled = true;
+    r->prune_reason = "stalled: its last 5 evaluations of test_accuracy were at chance";
+    const AttemptVerdict v = DecideAttempt(*r);
+    EXPECT_EQ(v.state, RunState::kStalled) << r->exit_code.value_or(-1);
+    EXPECT_FALSE(v.retryable);
+    EXPECT_FALSE(v.pruned_at_bound);
+  }
+  EXPECT_EQ(DecideAttempt(obeyed).message, obeyed.prune_reason);
+  EXPECT_EQ(DecideAttempt(killed).message, killed.prune_reason);
+}
+
 TEST(AttemptVerdictTest, RulesHoldForEveryCombination) {
   const std::vector<std::optional<int>> codes = {std::nullopt, 0, 1, 2, 3, 4, 5, 6, 7, 137};
   const std::vector<std::string> ends = {"", "completed", "target_reached", "pruned", "garbage"};

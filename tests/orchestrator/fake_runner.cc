@@ -9,6 +9,9 @@
 //   FAKE_RUNNER_FAIL_ATTEMPTS=N    attempts 1..N exit 1 without an end line
 //   FAKE_RUNNER_FAIL_BATCH=B       runs with batch_size B always exit 1
 //   FAKE_RUNNER_PID_DIR=DIR        writes DIR/<run_id>-<attempt>-<rank>.pid while running
+//   FAKE_RUNNER_ACCURACY=A         an eval line with test_accuracy A after every step
+//   FAKE_RUNNER_HONOUR_STOP=1      the stop file beside the config ends the run as pruned
+//                                  (end line, exit 6), as the runner does
 // Faults, for the fault-injection tests (fault_injection_test.cc):
 //   FAKE_RUNNER_SLOW_ATTEMPTS=N    only attempts 1..N take FAKE_RUNNER_SECONDS (later: 0.05 s)
 //   FAKE_RUNNER_STEPS=N            step lines (default 5)
@@ -148,7 +151,14 @@ int main(int argc, char** argv) {
         {"time", Now()},
         {"world_size", config.value("world_size", 1)},
         {"batch_size", config.value("batch_size", 0)}});
+  const std::string stop_file =
+      config_path.substr(0, config_path.find_last_of('/') + 1) + "stop";
   for (int s = 1; s <= steps; ++s) {
+    if (std::getenv("FAKE_RUNNER_HONOUR_STOP") != nullptr && std::ifstream(stop_file).good()) {
+      line({{"kind", "end"}, {"outcome", "pruned"}, {"steps", s - 1},
+            {"samples", (s - 1) * config.value("batch_size", 1)}, {"seconds", seconds}});
+      return 6;
+    }
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds / steps));
     nlohmann::json step = {{"kind", "step"},
                            {"step", s},
@@ -158,6 +168,13 @@ int main(int argc, char** argv) {
                            {"step_seconds", seconds / steps}};
     if (!pad.empty()) step["pad"] = pad;
     line(step);
+    if (const char* accuracy = std::getenv("FAKE_RUNNER_ACCURACY"); accuracy != nullptr) {
+      line({{"kind", "eval"},
+            {"step", s},
+            {"samples", s * config.value("batch_size", 1)},
+            {"test_accuracy", std::atof(accuracy)},
+            {"test_loss", 2.3}});
+    }
     if (s == 1) {
       if (Misbehaves("garbage")) raw(std::string("\xff\xfe\x00\x01 binary \xc3\x28 garbage\n", 23));
       if (Misbehaves("truncated")) raw("{\"seq\": 77, \"kind\": \"st\n");

@@ -1,7 +1,7 @@
 // The hostile-spec corpus (tests/orchestrator/hostile_specs/, listed with the text each error
 // must contain in expected.tsv): generic JSON attacks and attacks on the spec language. Every
-// spec goes through `batchlab sweep run` and `batchlab sweep plan` against a database that
-// already holds a finished sweep, and must exit 2 with a message naming the JSON path, launch
+// spec goes through `batchlab sweep run` and `batchlab sweep plan --validate` against a database
+// that already holds a finished sweep, and must exit 2 with a message naming the JSON path, launch
 // nothing (no attempt folder, no rank started) and leave the database byte for byte untouched.
 // Specs marked `runner` are refused by the real batchlab-runner's validation (precision, data
 // files, model shape); they are checked when the runner is built (not in the sanitizer tree).
@@ -132,7 +132,8 @@ TEST_F(HostileSpecsTest, EverySpecExits2NamingThePathLaunchingNothingAndLeavingT
     EXPECT_NE(run.err.find(e.needle), std::string::npos)
         << "sweep run: " << run.err.substr(0, 2000) << "\nexpected to contain: " << e.needle;
     EXPECT_NE(run.err.find(e.file), std::string::npos) << run.err.substr(0, 2000);
-    Result plan = Batchlab({"sweep", "plan", spec, "--runner", Runner()});
+    // --validate: the plan judges the configs as `sweep run` does, user programs included.
+    Result plan = Batchlab({"sweep", "plan", spec, "--runner", Runner(), "--validate"});
     EXPECT_EQ(plan.exit_code, 2) << plan.err;
     EXPECT_NE(plan.err.find(e.needle), std::string::npos)
         << "sweep plan: " << plan.err.substr(0, 2000) << "\nexpected to contain: " << e.needle;

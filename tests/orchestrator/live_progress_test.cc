@@ -124,6 +124,27 @@ TEST(LiveProgressTest, EveryRunFinishedMeansNothingLeft) {
   EXPECT_EQ(*live.eta_seconds, 0);
 }
 
+TEST(LiveProgressTest, NoEtaWhileNothingRuns) {
+  // A stopped sweep: one run finished in 40 s, one cancelled, one waiting, none running. Nothing
+  // advances the waiting run, so there is no ETA (it was "0:40", as if the sweep were moving).
+  results::SweepSnapshot snap;
+  snap.name = "s";
+  snap.runs = {Snap("a", "completed", {{"batch_size", 64}}),
+               Snap("b", "cancelled", {{"batch_size", 64}}),
+               Snap("c", "pending", {{"batch_size", 64}})};
+  snap.runs[0].started_at = 100;
+  snap.runs[0].ended_at = 140;
+  const LiveProgress live = ComputeLiveProgress(snap, 1000);
+  EXPECT_FALSE(live.eta_seconds);
+  const std::string text = FormatLiveProgress(live, false);
+  EXPECT_NE(text.find("3 runs: 1 cancelled, 1 completed, 1 pending | ETA - (nothing running"),
+            std::string::npos)
+      << text;
+  snap.runs.resize(1);
+  EXPECT_NE(FormatLiveProgress(ComputeLiveProgress(snap, 1000), false).find("1 run: 1 completed"),
+            std::string::npos);
+}
+
 TEST(ProgressPrinterTest, LiveLineCarriesThePerRunBlockAndRedrawsItInPlace) {
   std::FILE* out = std::tmpfile();
   ASSERT_NE(out, nullptr);

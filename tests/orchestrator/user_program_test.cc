@@ -184,6 +184,20 @@ TEST_F(UserProgramTest, CrashHangAndGarbageAreHandledLikeTheRunners) {
   EXPECT_GE(Query("SELECT count(*) FROM events WHERE kind = 'corrupt_metrics_line'"), 1);
 }
 
+TEST_F(UserProgramTest, AFailedRunsReasonIsTheProgramsExceptionMessage) {
+  // It was "exited 1: Traceback (most recent call last):", the error only in stderr.log.
+  std::string spec = WriteSpec("raise", "mpirun", R"({"params": {"behave": "raise"}})",
+                               R"({"resources": {"retries": 0}})");
+  CliResult r = Run(spec);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("exited 1: ValueError: params.behave asked this program to raise"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Query("SELECT count(*) FROM events WHERE kind = 'transition' AND message LIKE "
+                  "'exit code 1: exited 1: ValueError: params.behave asked this program to raise%'"),
+            1);
+}
+
 TEST_F(UserProgramTest, BadProgramsAndParamsExit2NamingTheFieldAndWriteNothing) {
   struct Case {
     std::string base_extra, extra, expect;
@@ -236,6 +250,14 @@ TEST_F(UserProgramTest, ModelAndDataAreTheProgramsOwnAndValidateAsksTheProgram) 
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("params.depth: must be >= 0"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(Db()));
+  // `sweep plan` runs nothing: the program (which would refuse depth -1) is not started unless
+  // --validate asks for it. It used to be started once per distinct config.
+  CliResult plan_only = Cli({"sweep", "plan", spec});
+  EXPECT_EQ(plan_only.exit_code, 0) << plan_only.err;
+  EXPECT_NE(plan_only.err.find("--validate asks it"), std::string::npos) << plan_only.err;
+  CliResult asked = Cli({"sweep", "plan", spec, "--validate"});
+  EXPECT_EQ(asked.exit_code, 2) << asked.err;
+  EXPECT_NE(asked.err.find("params.depth: must be >= 0"), std::string::npos) << asked.err;
 }
 
 }  // namespace

@@ -110,9 +110,14 @@ TEST_F(ResultsCliTest, WhereFiltersAreBoundNotPasted) {
   EXPECT_EQ(r.out,
             "run_id,batch_size,lr_rule\n0256laaaaaaaaaa,256,linear\n"
             "1024laaaaaaaaaa,1024,linear\n");
-  Result inject = Run({"results", "list", "--where", "lr_rule=x' OR '1'='1", "--format", "csv"});
+  Result inject =
+      Run({"results", "list", "--where", "lr_rule=\"x' OR '1'='1\"", "--format", "csv"});
   ASSERT_EQ(inject.code, 0) << inject.err;
   EXPECT_EQ(Lines(inject.out), 1);  // header only: the text was a value, not SQL
+  // Unquoted, the words after the value are neither a value nor a comparison: refused.
+  Result loose = Run({"results", "list", "--where", "lr_rule=x' OR '1'='1", "--format", "csv"});
+  EXPECT_EQ(loose.code, 2) << loose.out;
+  EXPECT_TRUE(loose.out.empty()) << loose.out;
   Result like = Run({"results", "list", "--where", "lr_rule like lin%", "--format", "json"});
   ASSERT_EQ(like.code, 0) << like.err;
   auto rows = nlohmann::json::parse(like.out);
@@ -162,6 +167,56 @@ TEST_F(ResultsCliTest, BadInputExitsTwoNamingTheProblem) {
   EXPECT_NE(text.err.find("not a batchlab results database"), std::string::npos) << text.err;
 }
 
+TEST_F(ResultsCliTest, WhereJoinsComparisonsWithAndOrAndCommas) {
+  // Each of these returned 0 runs with exit 0: the rest of the text was read as one value.
+  const std::string both = "run_id\n0256laaaaaaaaaa\n1024laaaaaaaaaa\n";
+  for (const char* where : {"batch_size>=256 and lr_rule=linear", "batch_size>=256 AND lr_rule=linear",
+                            "batch_size>=256, lr_rule=linear"}) {
+    Result r = Run({"results", "list", "--where", where, "--format", "csv", "--columns", "run_id"});
+    ASSERT_EQ(r.code, 0) << where << ": " << r.err;
+    EXPECT_EQ(r.out, both) << where;
+  }
+  Result either = Run({"results", "list", "--where", "batch_size=64 or batch_size=1024 and "
+                       "lr_rule=none", "--format", "csv", "--columns", "run_id"});
+  ASSERT_EQ(either.code, 0) << either.err;
+  EXPECT_EQ(either.out, "run_id\n0064naaaaaaaaaa\n0064laaaaaaaaaa\n1024naaaaaaaaaa\n");
+  // A numeric column compared with a word matches nothing: an error naming the expression.
+  for (const char* where : {"batch_size>=abc", "batch_size>=256 nodes=1", "(nodes=1)"}) {
+    Result bad = Run({"results", "list", "--where", where});
+    EXPECT_EQ(bad.code, 2) << where << ": " << bad.out;
+    EXPECT_TRUE(bad.out.empty()) << bad.out;
+    EXPECT_NE(bad.err.find(std::string("--where '") + where + "'"), std::string::npos) << bad.err;
+  }
+}
+
+TEST_F(ResultsCliTest, SweepListCountsCancelledRunsApartFromFailedOnes) {
+  {
+    auto store = Store::Open(db_);
+    ASSERT_TRUE(store.ok()) << store.status().message();
+    auto sweep = (*store)->CreateSweep("stopped", "{}", "h2");
+    ASSERT_TRUE(sweep.ok());
+    int ordinal = 0;
+    for (RunState end : {RunState::kCancelled, RunState::kCancelled, RunState::kFailed}) {
+      RunRecord r;
+      r.id = fmt::format("{:04d}cccccccccccc", ordinal);
+      r.sweep_id = sweep->id;
+      r.ordinal = ordinal++;
+      r.config_json = R"({"batch_size":64,"nodes":1,"world_size":1})";
+      ASSERT_TRUE((*store)->AddRun(r).ok());
+      ASSERT_TRUE((*store)->Transition(r.id, RunState::kRunning, {}).ok());
+      ASSERT_TRUE((*store)->Transition(r.id, end, {1, "stopped"}).ok());
+    }
+  }
+  Result r = Run({"sweep", "list", "--format", "json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u) << r.out;
+  EXPECT_EQ(j[1]["sweep"], "stopped");
+  EXPECT_EQ(j[1]["cancelled"], 2) << r.out;
+  EXPECT_EQ(j[1]["failed"], 1) << r.out;  // was 3: cancelled runs counted as failed
+  EXPECT_EQ(j[0]["cancelled"], 0) << r.out;
+}
+
 TEST_F(ResultsCliTest, ShowPrintsSummaryMetricsEventsAndConfig) {
   Result r = Run({"results", "show", "0256n"});
   ASSERT_EQ(r.code, 0) << r.err;
@@ -170,6 +225,10 @@ TEST_F(ResultsCliTest, ShowPrintsSummaryMetricsEventsAndConfig) {
   EXPECT_NE(r.out.find("loss"), std::string::npos);
   EXPECT_NE(r.out.find("\"batch_size\": 256"), std::string::npos);
   EXPECT_EQ(Run({"results", "show", "0256"}).code, 2);  // ambiguous prefix
+  // Each time figure says what it measures (analyze's train_seconds is another one).
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\ntarget_seconds +\\S* +wall clock, the run's start "
+                                                  "to the evaluation that met the target")))
+      << r.out;
 
   // --format json: one object with the summary, metrics, events and config.
   Result j = Run({"results", "show", "0256n", "--format", "json"});

@@ -87,5 +87,28 @@ TEST(TableWriterTest, JsonHasNumbersNullsAndStrings) {
   EXPECT_EQ(FormatRows({"a", "b"}, {{"x,y", "1"}}, OutputFormat::kCsv), "a,b\n\"x,y\",1\n");
 }
 
+TEST(TableWriterTest, CsvAndJsonKeepExactNumbersAndPercentsAsNumbers) {
+  // Cells hold exact numbers; only the table rounds them. Before, the analysis stored 4
+  // significant digits in the cells: CSV had 1.075e+04 for 10752 and "7.66%" as text.
+  EXPECT_EQ(ExactNumber(10752.0), "10752");
+  EXPECT_EQ(ExactNumber(0.1), "0.1");
+  EXPECT_EQ(ExactNumber(1.2e13), "12000000000000");  // an integer, not 1.2e+13
+  EXPECT_EQ(ExactNumber(-0.0), "-0");
+  EXPECT_EQ(ExactNumber(1e-7), "1e-07");
+  EXPECT_EQ(ExactNumber(29.0 + 1.0 / 6), "29.166666666666668");
+  const std::vector<std::vector<std::string>> rows = {{"10752", ExactNumber(29.0 + 1.0 / 6), "7.66%"},
+                                                      {"64", "0.5", "100%"}};
+  const std::vector<std::string> columns = {"steps", "mean", "eff"};
+  EXPECT_EQ(FormatRows(columns, rows, OutputFormat::kCsv),
+            "steps,mean,eff_percent\n10752,29.166666666666668,7.66\n64,0.5,100\n");
+  const nlohmann::json j = nlohmann::json::parse(FormatRows(columns, rows, OutputFormat::kJson));
+  EXPECT_EQ(j[0]["steps"], 10752);
+  EXPECT_DOUBLE_EQ(j[0]["eff_percent"].get<double>(), 7.66);
+  const std::string table = FormatRows(columns, rows, OutputFormat::kTable);
+  EXPECT_NE(table.find("10752   29.17  7.66%"), std::string::npos) << table;
+  EXPECT_EQ(DisplayRows(columns, rows)[0][1], "29.17");
+  EXPECT_EQ(DisplayRows(columns, rows)[1][2], "100%");
+}
+
 }  // namespace
 }  // namespace batchlab::results

@@ -83,5 +83,57 @@ TEST(WhereClauseTest, ColumnListsAreChecked) {
   EXPECT_FALSE(ParseColumns(" , ").ok());
 }
 
+TEST(WhereClauseTest, AndOrAndCommasJoinComparisonsAsInSql) {
+  // Each of these read as one comparison with the value "256 and nodes=2" (text, which no
+  // integer equals): a silent empty result.
+  auto both = ParseWhereExpression("batch_size>=256 and nodes=2");
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  ASSERT_EQ(both->any_of.size(), 1u);
+  ASSERT_EQ(both->any_of[0].size(), 2u);
+  EXPECT_EQ(both->any_of[0][1].column, "nodes");
+  EXPECT_EQ(std::get<int64_t>(both->any_of[0][0].value), 256);
+  EXPECT_EQ(WhereSql(*both), "((batch_size >= ? AND nodes = ?))");
+  auto commas = ParseWhereExpression("batch_size>=256, nodes=2,lr_rule=linear");
+  ASSERT_TRUE(commas.ok()) << commas.status().message();
+  EXPECT_EQ(commas->any_of[0].size(), 3u);
+  // AND binds tighter than OR.
+  auto either = ParseWhereExpression("batch_size=64 OR batch_size>=256 AND nodes=2");
+  ASSERT_TRUE(either.ok()) << either.status().message();
+  EXPECT_EQ(WhereSql(*either), "((batch_size = ?) OR (batch_size >= ? AND nodes = ?))");
+  // Quoted values keep their words and commas.
+  auto text = ParseWhereExpression("host = 'a, b and c' or host like \"x or y%\"");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(std::get<std::string>(text->any_of[0][0].value), "a, b and c");
+  EXPECT_EQ(std::get<std::string>(text->any_of[1][0].value), "x or y%");
+  // A column named like a keyword's neighbour is no keyword.
+  EXPECT_TRUE(ParseWhereExpression("ordinal>=2").ok());
+}
+
+TEST(WhereClauseTest, ExpressionsThatCouldOnlyMatchNothingAreErrors) {
+  struct Case {
+    const char* expression;
+    const char* says;
+  };
+  for (const Case& c : {Case{"batch_size>=abc", "'abc' is not a number, and batch_size holds"},
+                        Case{"batch_size>=256 nodes=2", "join comparisons with AND, OR"},
+                        Case{"batch_size>=256 and", "a comparison is missing"},
+                        Case{"and nodes=2", "a comparison is missing"},
+                        Case{"batch_size>=256,,nodes=2", "a comparison is missing"},
+                        Case{"(batch_size>=256 or nodes=2) and seed=1", "parentheses"},
+                        Case{"host='abc", "not closed"},
+                        Case{"batch_size>=256 and nodez=2", "unknown column 'nodez'"}}) {
+    auto e = ParseWhereExpression(c.expression);
+    ASSERT_FALSE(e.ok()) << c.expression;
+    EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(e.status().message().find(c.says), std::string::npos)
+        << c.expression << ": " << e.status().message();
+    EXPECT_EQ(e.status().message().rfind(std::string("--where '") + c.expression + "'", 0), 0u)
+        << e.status().message();
+  }
+  // Text columns take words; numbers in quotes are text.
+  EXPECT_TRUE(ParseWhereExpression("lr_rule=linear").ok());
+  EXPECT_TRUE(ParseWhereExpression("run_id='0123'").ok());
+}
+
 }  // namespace
 }  // namespace batchlab::results

@@ -5,7 +5,7 @@ every rank, checked from the inside.
 Each rank records its environment in <attempt dir>/rank<RANK>.json, the ranks meet over TCP at
 MASTER_ADDR:MASTER_PORT the way torch.distributed's env:// rendezvous does (rank 0 listens,
 the others connect), and rank 0 writes the protocol's metrics lines. `params.behave` selects a
-misbehaviour: "crash" (exit 1, no end line), "hang" (never ends), "garbage" (binary and
+misbehaviour: "crash" (exit 1, no end line), "raise" (an uncaught ValueError, exit 1), "hang" (never ends), "garbage" (binary and
 malformed lines between valid ones), "bad_config" (exit 2 from --validate when params.depth < 0).
 """
 import json
@@ -69,6 +69,8 @@ def main():
     behave = params.get("behave", "")
     if behave == "crash":
         sys.exit(1)
+    if behave == "raise":  # an uncaught exception: Python prints its traceback, exits 1
+        raise ValueError("params.behave asked this program to raise")
     if behave == "hang":
         time.sleep(3600)
     time.sleep(float(params.get("sleep", 0)))
