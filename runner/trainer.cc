@@ -181,9 +181,15 @@ void Trainer::PlaceData() {
       train_x_ = train_x_.to(device_);
     }
     train_y_ = train_y_.to(device_);
+    test_x_ = test_x_.to(device_);  // read in chunks by every evaluation
+    test_y_ = test_y_.to(device_);
+    // A step's row indices go up through a pinned buffer without blocking (a pageable copy
+    // would wait for the previous step's kernels).
+    rows_host_ = torch::empty({config_.local_batch_size}, torch::TensorOptions(torch::kInt64)
+                                                              .pinned_memory(true));
+    rows_device_ = torch::empty({config_.local_batch_size}, torch::TensorOptions(torch::kInt64)
+                                                                .device(device_));
   }
-  test_x_ = test_x_.to(device_);  // the held-out set is read in chunks by every evaluation
-  test_y_ = test_y_.to(device_);
 }
 
 std::vector<torch::Tensor> Trainer::GradientTensors() const {
@@ -326,8 +332,8 @@ EvalResult Trainer::Evaluate(bool collective) {
   double loss_sum = 0, correct = 0;
   for (int64_t at = begin; at < end; at += kEvalChunk) {
     const int64_t rows = std::min(kEvalChunk, end - at);
-    torch::Tensor x = test_x_.narrow(0, at, rows);
-    torch::Tensor y = test_y_.narrow(0, at, rows);
+    torch::Tensor x = test_x_.narrow(0, at, rows).to(device_);  // no copy when it is there
+    torch::Tensor y = test_y_.narrow(0, at, rows).to(device_);
     torch::Tensor out;
     {
       AutocastGuard autocast(precision_, device_.is_cuda());
@@ -384,7 +390,11 @@ void Trainer::WriteStart() {
 
 void Trainer::GatherBatch() {
   torch::Tensor rows = sampler_->Next();
-  if (data_on_device_) rows = rows.to(device_);
+  if (data_on_device_) {
+    rows_host_.copy_(rows);  // the previous step's copy is done: its loss was read since
+    rows_device_.copy_(rows_host_, /*non_blocking=*/true);
+    rows = rows_device_;
+  }
   if (host_x_.defined()) {  // a CUDA rank whose training set stayed on the host
     if (train_pixels_.defined()) {
       torch::index_select_out(batch_pixels_, train_pixels_, 0, rows);  // pinned

@@ -195,6 +195,7 @@ class Trainer {
   torch::Tensor train_x_, train_y_, train_pixels_, test_x_, test_y_;  // on device_ or the host
   bool data_on_device_ = false;
   torch::Tensor host_x_, host_y_;  // pinned staging of a batch (CUDA, data set on the host)
+  torch::Tensor rows_host_, rows_device_;  // a step's row indices (CUDA, data set on it)
   Precision precision_ = Precision::kFp32;  // config "precision", parsed once
   std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
   SyncMode sync_ = SyncMode::kAllreduce;    // config "comm.sync", parsed once

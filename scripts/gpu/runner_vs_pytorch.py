@@ -274,6 +274,7 @@ def main():
     ap.add_argument("--runs", default="build-gpu/runs", help="the runs' folders")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--device", default="cuda", help="cpu: a dry run without a GPU (no fp16)")
+    ap.add_argument("--cases", default="", help="comma-separated case names (default: all)")
     ap.add_argument("--only", default="", help="comma-separated parts: speed,fp16,resume,study")
     a = ap.parse_args()
     global DEVICE
@@ -292,7 +293,7 @@ def main():
         results.flush()
 
     if "speed" in parts:
-        for case in CASES:
+        for case in [c for c in CASES if not a.cases or c["name"] in a.cases.split(",")]:
             steps = max(40, case["steps"] // 4) if a.quick else case["steps"]
             tokens = case["shape"]["context"] if case["model"] == "transformer" else 0
             for precision in precisions:
