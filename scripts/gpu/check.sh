@@ -14,7 +14,8 @@
 # into build-gpu/deps and use from there (scripts/gpu/fetch-debs.sh makes it on a Debian
 # machine). BATCHLAB_FASHION_MNIST (default /usr/share/datasets/fashion-mnist) and
 # BATCHLAB_CORPUS (a text file; default: the Python standard library as the runner reads it) name
-# the data. Exit 1 if a check fails; throughput is reported, not judged.
+# the data; BATCHLAB_GPU_ONLY (allreduce,speed,fp16,resume,study) and BATCHLAB_GPU_CASES
+# (mlp,cnn,lm,lm-large) pick parts. Exit 1 if a check fails; throughput is reported, not judged.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-build-gpu/results}
@@ -34,6 +35,8 @@ if [ -n "${BATCHLAB_GPU_DEBS:-}" ]; then
     mkdir -p "$deps"
     for f in "$BATCHLAB_GPU_DEBS"/*.deb; do dpkg -x "$f" "$deps"; done
   fi
+  # zlib1g-dev's libz.so points at /lib/...: point it at the unpacked library instead.
+  ln -sf "$(ls "$deps"/lib/x86_64-linux-gnu/libz.so.1.* | head -1)" "$deps/usr/lib/x86_64-linux-gnu/libz.so"
   # Open MPI relocated: OPAL_PREFIX makes its wrappers, mpirun and plugins look under $deps.
   # Only the build and the runner's processes see these libraries (not python3's torch).
   export OPAL_PREFIX=$deps/usr
@@ -83,7 +86,9 @@ log "built"
 
 rc=0
 log "NCCL allreduce: device buffers in place, then host buffers staged"
+only=${BATCHLAB_GPU_ONLY:-allreduce,speed,fp16,resume,study}
 for device in cuda cpu; do
+  [[ ",$only," == *,allreduce,* ]] || break
   with_libs timeout 120 build-gpu/bench/runner/allreduce_bench --backend nccl --device "$device" \
     --max-mib 256 --reps 9 2>&1 | tee "$out/allreduce-$device.txt" || rc=1
 done
@@ -116,7 +121,7 @@ EOF
 fi
 log "runner vs PyTorch, fp16 loss scaling, resume, LM study"
 PYTHONUNBUFFERED=1 python3 scripts/gpu/runner_vs_pytorch.py --runner build-gpu/runner/batchlab-runner \
-  --fashion-mnist "$fm" --corpus "$corpus" --out "$out" ${BATCHLAB_GPU_ONLY:+--only "$BATCHLAB_GPU_ONLY"} \
-  ${BATCHLAB_GPU_QUICK:+--quick} || rc=1
+  --fashion-mnist "$fm" --corpus "$corpus" --out "$out" --only "$only" \
+  ${BATCHLAB_GPU_CASES:+--cases "$BATCHLAB_GPU_CASES"} ${BATCHLAB_GPU_QUICK:+--quick} || rc=1
 log "done (exit $rc); results in $out/results.jsonl"
 exit "$rc"
