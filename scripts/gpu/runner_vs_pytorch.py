@@ -350,7 +350,7 @@ def main():
                   f"fp16: {skipped} step(s) skipped, scale {scales[0]:g} -> {scales[-1]:g}")
             check(steps_l[-1]["loss"] < steps_l[0]["loss"],
                   f"fp16: still learns ({steps_l[0]['loss']:.3f} -> {steps_l[-1]['loss']:.3f})")
-            record({"row": "fp16 loss scaling from 1e38", "skipped_steps": skipped,
+            record({"row": "fp16 loss scaling from 1e10", "skipped_steps": skipped,
                     "first_scale": scales[0], "last_scale": scales[-1],
                     "first_loss": steps_l[0]["loss"], "last_loss": steps_l[-1]["loss"]})
 
