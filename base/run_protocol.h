@@ -81,6 +81,8 @@ inline constexpr const char* kPruneAtFile = "prune_at";  // orchestrator: the se
 inline constexpr const char* kPreemptFile = "preempt";   // checkpoint at the next step and exit 7
 inline constexpr const char* kResumeFile = "resume.json";  // earlier attempts' folders, newest first
 inline constexpr const char* kCheckpointDir = "checkpoints";  // step-<8 digits>.rank-<r>.ckpt
+// A branch run: {"trunk_dirs": [the trunk's attempt folders, newest first]}
+inline constexpr const char* kBranchFromFile = "branch_from.json";
 
 // Kinds of metrics lines.
 inline constexpr const char* kLineStart = "start";
