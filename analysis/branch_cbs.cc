@@ -70,7 +70,13 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
     means.push_back(Mean(per_seed));
     multi_seed = multi_seed && runs.size() >= 2;
   }
-  out.bootstrap = multi_seed ? "seeds and last evaluations" : "last evaluations";
+  bool any_spread = false;  // some k has 2 or more values to resample
+  for (const auto& [k, runs] : by_k) {
+    any_spread = any_spread || runs.size() >= 2 || runs.front()->last_values.size() >= 2;
+  }
+  out.bootstrap = multi_seed ? "seeds and last evaluations"
+                  : any_spread ? "last evaluations"
+                               : "none";
   std::vector<double> gaps(ks.size());
   for (size_t i = 0; i < ks.size(); ++i) gaps[i] = means[i] - means[0];
 
@@ -120,6 +126,7 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
   const double k_max = ks.back();
   const double crossing = Crossing(ks, gaps, options.tolerance);
   Interval ci = PercentileInterval(crossing, crossing_reps, options.confidence);
+  out.interval_available = any_spread;
   out.censored = !std::isfinite(crossing);
   out.high_open = !std::isfinite(ci.high);
   out.b_crit.confidence = options.confidence;
@@ -128,6 +135,11 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
   out.b_crit.high = (std::isfinite(ci.high) ? ci.high : k_max) * b0;
 
   const std::string where = fmt::format("After {} trunk samples", point.at_samples);
+  if (!out.interval_available) {
+    // One value per k: nothing to resample; an interval would have zero width.
+    out.b_crit.low = out.b_crit.high = std::nan("");
+    out.high_open = false;
+  }
   if (out.censored) {
     out.reading = fmt::format(
         "{}, even the largest branch batch {} recovered the smallest's loss within {}: the "
@@ -136,10 +148,14 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
   } else {
     out.reading = fmt::format(
         "{}, batches up to about {} ({} x B0) train as well per sample as {} (loss gap within "
-        "{}); the critical batch size lies in [{}, {}{}] at {:.0f}% confidence.",
+        "{}); {}",
         where, Batch(out.b_crit.value), fmt::format("{:.3g}", crossing), Batch(ks[0] * b0),
-        options.tolerance, Batch(out.b_crit.low), out.high_open ? "≥ " : "",
-        Batch(out.b_crit.high), 100 * options.confidence);
+        options.tolerance,
+        out.interval_available
+            ? fmt::format("the critical batch size lies in [{}, {}{}] at {:.0f}% confidence.",
+                          Batch(out.b_crit.low), out.high_open ? "≥ " : "",
+                          Batch(out.b_crit.high), 100 * options.confidence)
+            : "no interval: one branch and one evaluation per k (add seeds).");
   }
   return out;
 }

@@ -76,7 +76,10 @@ struct CbsPoint {
   Interval b_crit;
   bool censored = false;
   bool high_open = false;
-  std::string bootstrap;  // "seeds and last evaluations", "last evaluations"
+  // False with one value per k (one seed, one evaluation): nothing to resample, so low and high
+  // are NaN ("unavailable"), never a zero-width interval.
+  bool interval_available = true;
+  std::string bootstrap;  // "seeds and last evaluations", "last evaluations", "none"
   std::string reading;    // one sentence from the numbers
 };
 

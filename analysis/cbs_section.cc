@@ -41,6 +41,7 @@ std::string Bcrit(const CbsPoint& p) {
 }
 
 std::string BcritInterval(const CbsPoint& p) {
+  if (!p.interval_available) return "unavailable";
   if (p.censored) return "[" + Num(p.b_crit.low) + ", ∞)";
   return "[" + Num(p.b_crit.low) + ", " + (p.high_open ? "≥ " : "") + Num(p.b_crit.high) + "]";
 }
@@ -87,8 +88,12 @@ std::vector<Table> CbsTables(const CbsSection& s) {
   for (const CbsTrunkPoint& tp : s.points) {
     const CbsPoint& p = tp.point;
     curve.rows.push_back({p.trunk_id, std::to_string(p.at_step), std::to_string(p.at_samples),
-                          std::to_string(p.trunk_batch), Bcrit(p), Num(p.b_crit.low),
-                          p.censored || p.high_open ? "inf" : Num(p.b_crit.high), BcritInterval(p),
+                          std::to_string(p.trunk_batch), Bcrit(p),
+                          p.interval_available ? Num(p.b_crit.low) : "-",
+                          !p.interval_available          ? "-"
+                          : p.censored || p.high_open ? "inf"
+                                                      : Num(p.b_crit.high),
+                          BcritInterval(p),
                           (p.merrill_censored ? "≥ " : "") + std::to_string(p.merrill_batch),
                           tp.b_simple ? Num(*tp.b_simple) : "-", p.bootstrap});
     for (const CbsPerK& k : p.per_k) {
@@ -137,11 +142,15 @@ nlohmann::json CbsJson(const CbsSection& s) {
                     {"gap_low", k.gap.low},
                     {"gap_high", k.gap.high}});
     }
-    nlohmann::json b = {{"confidence", p.b_crit.confidence}, {"low", p.b_crit.low}};
+    nlohmann::json b = {{"confidence", p.b_crit.confidence},
+                        {"interval_available", p.interval_available}};
+    b["low"] = p.interval_available ? nlohmann::json(p.b_crit.low) : nlohmann::json(nullptr);
     // Censored: a bound, never a number.
     b["value"] = p.censored ? nlohmann::json(nullptr) : nlohmann::json(p.b_crit.value);
     b["at_least"] = p.censored ? nlohmann::json(p.b_crit.value) : nlohmann::json(nullptr);
-    b["high"] = p.censored || p.high_open ? nlohmann::json(nullptr) : nlohmann::json(p.b_crit.high);
+    b["high"] = p.censored || p.high_open || !p.interval_available
+                    ? nlohmann::json(nullptr)
+                    : nlohmann::json(p.b_crit.high);
     pts.push_back({{"trunk_run_id", p.trunk_id},
                    {"at_step", p.at_step},
                    {"samples_seen", p.at_samples},

@@ -24,7 +24,7 @@ namespace batchlab::analysis {
 
 struct CbsSectionOptions {
   std::string metric = "test_loss";
-  int smooth = 3;       // the last evaluations averaged per branch
+  int smooth = 1;       // the last evaluations averaged per branch (the same samples for every k)
   double margin = 1.0;  // the schedule switches when B_crit (low end) >= margin x next batch
   double beta = 0.99;   // EMA of the trunk's noise-scale series
   CbsOptions cbs;

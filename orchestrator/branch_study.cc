@@ -19,6 +19,8 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
+constexpr long long kEvalsPerBranch = 4;
+
 Status Bad(const std::string& field, const std::string& what) {
   return InvalidArgumentError(fmt::format("branch.{}: {}", field, what));
 }
@@ -323,6 +325,12 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
           c["target"] = nullptr;
           c["seed"] = seed;
           c["checkpoint"]["at_steps"] = json::array();
+          // Evaluations at the same samples for every k (Δ/4, Δ/2, 3Δ/4, Δ when they are whole
+          // steps, else only at the end): the analysis's smoothing then covers the same window.
+          const long long branch_steps = study.delta_samples / batches[i];
+          c["eval"]["every_steps"] = branch_steps % kEvalsPerBranch == 0
+                                         ? branch_steps / kEvalsPerBranch
+                                         : 0;
           c["branch"] = {{"trunk_run_id", trunk.id},     {"at_step", step},
                          {"at_samples", step * b0},      {"trunk_batch_size", b0},
                          {"multiplier", study.multipliers[i]}};
