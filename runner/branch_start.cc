@@ -21,6 +21,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/core.h>
 
+#include "runner/device.h"
 #include "runner/optimizer_state_io.h"
 #include "runner/runner_error.h"
 #include "runner/trainer.h"
@@ -131,6 +132,15 @@ void Trainer::MaybeStartBranch() {
       gen.set_state(file->Tensor("rng.cpu"));
     } else {
       gen.set_current_seed(DeriveSeed(static_cast<uint64_t>(config_.seed), br.at_step));
+    }
+  }
+  if (device_.is_cuda()) {  // dropout and other random kernels on the device
+    at::Generator gen = DefaultGenerator(device_);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    if (trunk_seed && file->Has("rng.cuda")) {
+      gen.set_state(file->Tensor("rng.cuda"));
+    } else {
+      gen.set_current_seed(DeriveSeed(static_cast<uint64_t>(config_.seed), br.at_step, 1));
     }
   }
 }

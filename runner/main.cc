@@ -24,7 +24,9 @@
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "runner/comm_host_staged.h"
 #include "runner/communicator.h"
+#include "runner/device.h"
 #include "runner/datasets/dataset.h"
 #include "runner/datasets/dataset_registry.h"
 #include "runner/lr_schedule.h"
@@ -186,6 +188,7 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     }
   }
   const Dataset& data = *loaded.data;
+  config.cuda_device = ChooseCudaDevice(where.local_rank);  // -1: the CPU (device.h)
   std::unique_ptr<Communicator> comm;
   if (config.world_size > 1) {
     // Waiting ranks yield the CPU instead of spinning: a study runs several jobs on few cores.
@@ -193,6 +196,10 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     CommConfig cc = config.comm;
     if (cc.rendezvous.empty()) cc.rendezvous = DefaultRendezvous(config.metrics_path);
     comm = MakeCommunicator(cc, where);
+    // mpi and gloo reduce host memory: a CUDA rank's device tensors go through host copies.
+    if (config.cuda_device >= 0 && std::string(comm->backend()) != "nccl") {
+      comm = StageDeviceTensorsOnHost(std::move(comm));
+    }
   }
   try {
     Trainer trainer(config, data, comm.get(), nullptr, rank);  // may still reject the config
