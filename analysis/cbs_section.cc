@@ -81,10 +81,14 @@ std::vector<Table> CbsTables(const CbsSection& s) {
   Table curve{"cbs_over_training",
               "Critical batch size over training (branch study)",
               {"trunk", "at_step", "samples_seen", "B0", "b_crit", "b_crit_low", "b_crit_high",
-               "interval", "merrill_eps_rule", "b_simple", "bootstrap"}};
+               "interval", "merrill_eps_rule", "b_simple", "bootstrap"},
+              {},
+              {}};
   Table per_k{"cbs_branches",
               "Branch losses after the same samples",
-              {"at_step", "k", "batch_size", "seeds", "loss", "gap", "gap_low", "gap_high"}};
+              {"at_step", "k", "batch_size", "seeds", "loss", "gap", "gap_low", "gap_high"},
+              {},
+              {}};
   for (const CbsTrunkPoint& tp : s.points) {
     const CbsPoint& p = tp.point;
     curve.rows.push_back({p.trunk_id, std::to_string(p.at_step), std::to_string(p.at_samples),
@@ -112,7 +116,7 @@ std::vector<Table> CbsTables(const CbsSection& s) {
   for (const std::string& p : s.problems) curve.notes.push_back("not estimated: " + p);
   std::vector<Table> out = {curve, per_k};
   if (s.schedule) {
-    Table sched{"cbs_schedule", "Recommended batch-size schedule", {"from_samples", "batch_size"}};
+    Table sched{"cbs_schedule", "Recommended batch-size schedule", {"from_samples", "batch_size"}, {}, {}};
     for (size_t i = 0; i < s.schedule->batches.size(); ++i) {
       sched.rows.push_back(
           {std::to_string(s.schedule->from_samples[i]), std::to_string(s.schedule->batches[i])});

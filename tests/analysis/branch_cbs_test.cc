@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -121,12 +122,18 @@ TEST(BranchCbs, RecoversTheTrueCriticalBatchAtEveryPointWithinItsInterval) {
     const std::vector<double> x0 = Trunk(at, 11);
     const double truth = TrueCrossing(x0, tol);
     ASSERT_TRUE(std::isfinite(truth)) << "the test problem must cross the tolerance here";
+    // At 99 % per point, all four hold with probability about 0.96 if the interval is honest
+    // (the coverage test below checks the 95 % interval's rate directly).
     CbsOptions opt;
     opt.tolerance = tol;
     opt.resamples = 1000;
-    auto c = EstimateCbs(Simulate(x0, at, 8, 100 + static_cast<uint64_t>(at)), opt);
+    opt.confidence = 0.99;
+    auto c = EstimateCbs(Simulate(x0, at, 32, 100 + static_cast<uint64_t>(at)), opt);
     ASSERT_TRUE(c.ok()) << c.status().message();
     EXPECT_FALSE(c->censored);
+    }
+    std::printf("point %ld: truth %.4g estimate %.4g [%.4g, %.4g]\n", static_cast<long>(at), truth,
+                c->b_crit.value, c->b_crit.low, c->b_crit.high);
     EXPECT_LE(c->b_crit.low, truth);
     EXPECT_GE(c->b_crit.high, truth);
     EXPECT_LT(c->b_crit.low, c->b_crit.high);  // an interval, not a point
@@ -139,7 +146,7 @@ TEST(BranchCbs, RecoversTheTrueCriticalBatchAtEveryPointWithinItsInterval) {
   EXPECT_LT(points.front().b_crit.value, points.back().b_crit.value);
 }
 
-// Over many independent repetitions at one point, the 95% interval holds the truth most of the
+// Over many independent repetitions at one point (8 seeds: noisier), the 95% interval holds the truth most of the
 // time (an honest interval, not only a lucky one).
 TEST(BranchCbs, ItsIntervalCoversTheTruthAtAboutItsConfidence) {
   const double tol = 0.05;
@@ -155,6 +162,7 @@ TEST(BranchCbs, ItsIntervalCoversTheTruthAtAboutItsConfidence) {
     ASSERT_TRUE(c.ok());
     covered += c->b_crit.Contains(truth) ? 1 : 0;
   }
+  std::printf("covered %d of %d\n", covered, reps);
   EXPECT_GE(covered, 32) << covered << " of " << reps;  // >= 80% for a nominal 95%
 }
 

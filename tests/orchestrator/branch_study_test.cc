@@ -96,7 +96,7 @@ TEST(BranchStudyTest, BadInputNamesTheFieldAndTheFix) {
       << after;
   const std::string divisible =
       ErrorOf(Spec(R"({"at_steps": [10], "multipliers": [1, 0.1875], "delta_samples": 96})",
-                   R"(, "zip": {"nodes": [1], "ranks_per_node": [4]})"));
+                   R"(, "axes": {"ranks_per_node": [4]})"));
   EXPECT_NE(divisible.find("branch.multipliers[1]: 0.1875 x 32 = batch 6 is not divisible by "
                            "world_size x accumulation = 4 x 1"),
             std::string::npos)
@@ -111,7 +111,7 @@ TEST(BranchStudyTest, BadInputNamesTheFieldAndTheFix) {
       << uneven;
   const std::string no_ckpt = ErrorOf(Spec(
       R"({"at_steps": [10], "multipliers": [1, 2], "delta_samples": 128})",
-      R"(, "axes": {"comm.sync": ["async_ps"]}, "zip": {"nodes": [1], "ranks_per_node": [2]})"));
+      R"(, "axes": {"comm.sync": ["async_ps"], "ranks_per_node": [2]})"));
   EXPECT_NE(no_ckpt.find("comm.sync: \"async_ps\" writes no checkpoints"), std::string::npos)
       << no_ckpt;
   const std::string warm =
