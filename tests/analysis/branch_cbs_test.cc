@@ -131,7 +131,6 @@ TEST(BranchCbs, RecoversTheTrueCriticalBatchAtEveryPointWithinItsInterval) {
     auto c = EstimateCbs(Simulate(x0, at, 32, 100 + static_cast<uint64_t>(at)), opt);
     ASSERT_TRUE(c.ok()) << c.status().message();
     EXPECT_FALSE(c->censored);
-    }
     std::printf("point %ld: truth %.4g estimate %.4g [%.4g, %.4g]\n", static_cast<long>(at), truth,
                 c->b_crit.value, c->b_crit.low, c->b_crit.high);
     EXPECT_LE(c->b_crit.low, truth);
