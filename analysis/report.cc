@@ -127,6 +127,14 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
   s.gns = AnalyzeGns(sweep, options);
   s.scaling = AnalyzeScaling(sweep, options);
   s.curves = CollectCurves(sweep, /*max_points=*/300);
+  {
+    CbsSectionOptions cbs;
+    cbs.cbs.resamples = options.resamples;
+    cbs.cbs.confidence = options.confidence;
+    cbs.cbs.seed = options.seed;
+    cbs.beta = options.beta;
+    s.cbs = AnalyzeCbs(sweep, cbs);
+  }
   if (target.ok()) {
     s.target = std::move(*target);
     s.crit = AnalyzeCrit(s.target, s.gns, options);
@@ -164,6 +172,9 @@ std::vector<Table> StudyTables(const Study& s) {
                        ScalingTables(s.scaling), ProjectionTables(s.projection)}) {
     out.insert(out.end(), group.begin(), group.end());
   }
+  if (!s.cbs.points.empty()) {
+    for (const Table& t : CbsTables(s.cbs)) out.push_back(t);
+  }
   return out;
 }
 
@@ -175,6 +186,10 @@ std::string RenderMarkdown(const Study& s) {
     md +=
         fmt::format("\n## Recommendation (prefer {})\n\n", PreferenceName(s.recommendation.prefer));
     for (const std::string& line : RecommendationLines(s.recommendation)) md += line + "\n\n";
+  }
+  if (!s.cbs.points.empty()) {
+    md += "\n## Critical batch size over training (branch study)\n\n";
+    for (const std::string& line : CbsLines(s.cbs)) md += "- " + line + "\n";
   }
   md +=
       "\nMethods, formulas and their sources: docs/methods.md. Projections are a model, not "

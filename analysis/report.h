@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/cbs_section.h"
 #include "analysis/recommendation.h"
 #include "analysis/report_html.h"
 #include "analysis/run_curves.h"
@@ -40,6 +41,7 @@ struct Study {
   SyncSection sync;                      // shown when the sweep varies the synchronization
   RecommendationSection recommendation;  // empty without a target
   CurvesSection curves;                  // per-run loss, test loss, accuracy and lr, for the charts
+  CbsSection cbs;  // a branch study's critical batch size over training (empty: no branches)
 
   Study() = default;
   Study(Study&&) = default;

@@ -314,6 +314,19 @@ Field Declare() {
               })
               .Means("checkpoints (docs/protocol.md, Checkpoints): a new attempt resumes from "
                      "the newest valid one; not part of the run id"),
+          Obj("branch",
+              {
+                  Str("trunk_run_id").Means("the trunk run whose checkpoint this run starts from"),
+                  Int("at_step", 1).Means("the trunk's step of that checkpoint"),
+                  Int("at_samples", 0).Means("training samples the trunk had seen at at_step"),
+                  Int("trunk_batch_size", 1).Means("the trunk's batch size B0"),
+                  Positive("multiplier").Means("k: this run's batch_size is k x B0"),
+              })
+              .Derived()
+              .OptionalObject()
+              .Means("a branch of a branch study (docs/spec.md, Branch study): starts from the "
+                     "trunk's parameters, optimizer state and data position at at_step; set by "
+                     "the orchestrator"),
           Num("divergence_factor", 1)
               .Exclusive(true, false)
               .Def(10.0)

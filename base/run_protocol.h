@@ -12,7 +12,9 @@
 #ifndef BATCHLAB_BASE_RUN_PROTOCOL_H_
 #define BATCHLAB_BASE_RUN_PROTOCOL_H_
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace batchlab::protocol {
@@ -81,6 +83,14 @@ inline constexpr const char* kPruneAtFile = "prune_at";  // orchestrator: the se
 inline constexpr const char* kPreemptFile = "preempt";   // checkpoint at the next step and exit 7
 inline constexpr const char* kResumeFile = "resume.json";  // earlier attempts' folders, newest first
 inline constexpr const char* kCheckpointDir = "checkpoints";  // step-<8 digits>.rank-<r>.ckpt
+// A branch run: {"trunk_dirs": [the trunk's attempt folders, newest first]}
+inline constexpr const char* kBranchFromFile = "branch_from.json";
+// Rank `rank`'s shard of the checkpoint at `step`: "step-00000040.rank-0.ckpt".
+inline std::string CheckpointShardName(int64_t step, int rank) {
+  std::string digits = std::to_string(step);
+  if (digits.size() < 8) digits.insert(0, 8 - digits.size(), '0');
+  return "step-" + digits + ".rank-" + std::to_string(rank) + ".ckpt";
+}
 
 // Kinds of metrics lines.
 inline constexpr const char* kLineStart = "start";

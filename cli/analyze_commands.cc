@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include "analysis/cbs_section.h"
 #include "analysis/recommendation.h"
 #include "analysis/study.h"
 #include "analysis/study_json.h"
@@ -76,6 +77,7 @@ namespace {
 
 struct AnalyzeFlags {
   std::string sweep;
+  analysis::CbsSectionOptions cbs;  // analyze cbs
   int version = 0;
   std::string format = "table";
   bool series = false;
@@ -115,6 +117,42 @@ StatusOr<analysis::SweepData> Load(const AnalyzeFlags& f, const std::string& db_
   return sweep;
 }
 
+// `analyze cbs`: the critical batch size over training of a branch study (analysis/cbs_section.h).
+Status RunCbs(const AnalyzeFlags& f, const std::string& db_path) {
+  using namespace analysis;
+  CbsSectionOptions o = f.cbs;
+  o.cbs.resamples = f.study.resamples;
+  o.cbs.confidence = f.study.confidence;
+  o.cbs.seed = f.study.seed;
+  LoadOptions load;
+  load.version = f.version;
+  load.metrics = AnalysisMetrics(o.metric);
+  BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep(db_path, f.sweep, load));
+  const CbsSection s = AnalyzeCbs(sweep, o);
+  if (s.points.empty()) {
+    return FailedPreconditionError(fmt::format(
+        "sweep {} has no finished branch runs{}; a branch study's spec has a \"branch\" section "
+        "(docs/spec.md, Branch study)",
+        f.sweep, s.problems.empty() ? "" : " that could be estimated: " + s.problems.front()));
+  }
+  if (f.format == "json") {
+    nlohmann::json j = {{"sweep", sweep.name}, {"version", sweep.version}, {"analysis", "cbs"}};
+    j["cbs"] = CbsJson(s);
+    fmt::print("{}\n", j.dump(2));
+    return OkStatus();
+  }
+  const std::vector<Table> tables = CbsTables(s);
+  if (f.format == "csv") {
+    PrintTables(tables, f.format);
+    return OkStatus();
+  }
+  fmt::print("Sweep {} (version {}), {} runs\n\n", sweep.name, sweep.version, sweep.runs.size());
+  for (const std::string& line : CbsLines(s)) fmt::print("{}\n", line);
+  fmt::print("\n");
+  PrintTables(tables, f.format);
+  return OkStatus();
+}
+
 Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db_path) {
   using namespace analysis;
   const StudyOptions& o = f.study;
@@ -130,6 +168,7 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
     BATCHLAB_RETURN_IF_ERROR(FindClusterProfile(o.profile).status());
   }
   BATCHLAB_ASSIGN_OR_RETURN(const Preference prefer, ParsePreference(o.prefer));
+  if (what == "cbs") return RunCbs(f, db_path);
   BATCHLAB_ASSIGN_OR_RETURN(const SweepData sweep, Load(f, db_path));
   nlohmann::json j = {{"sweep", sweep.name}, {"version", sweep.version}, {"analysis", what}};
   std::vector<Table> tables;
@@ -226,6 +265,10 @@ void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
       {"recommend",
        "The batch size and rank count to use (measured, and projected on a cluster profile)",
        kTargetFlag | kBootstrapFlags | kTimingFlags | kProjectionFlags | kPreferFlag},
+      {"cbs",
+       "Critical batch size over training from a branch study (Merrill et al. 2025), with "
+       "intervals, and the batch-size schedule it recommends",
+       kBootstrapFlags},
   };
   for (const Kind& kind : kinds) {
     auto flags = std::make_shared<AnalyzeFlags>();
@@ -238,6 +281,22 @@ void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
                     "table, csv (the main table) or json");
     if (std::string(kind.name) == "gns") {
       cmd->add_flag("--series", flags->series, "Include each run's smoothed series (json)");
+    }
+    if (std::string(kind.name) == "cbs") {
+      cmd->add_option("--tolerance", flags->cbs.cbs.tolerance,
+                      "Loss gap to the smallest branch batch still counted as recovered (epsilon)")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 10.0));
+      cmd->add_option("--metric", flags->cbs.metric, "The branches' loss: test_loss or loss")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"test_loss", "loss"}));
+      cmd->add_option("--smooth", flags->cbs.smooth, "Last evaluations averaged per branch")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 1000));
+      cmd->add_option("--margin", flags->cbs.margin,
+                      "The schedule doubles the batch when B_crit's low end reaches margin x it")
+          ->capture_default_str()
+          ->check(CLI::Range(1.0, 100.0));
     }
     AddStudyFlags(*cmd, flags->study, kind.flags);
     const std::string what = kind.name;

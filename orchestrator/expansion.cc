@@ -398,6 +398,15 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
   for (size_t c = 0; c < spec.constraints.size(); ++c) {
     plan.dropped.emplace_back(spec.constraints[c].label, dropped[c]);
   }
+  if (spec.branch.enabled) {
+    BATCHLAB_RETURN_IF_ERROR(AddBranches(spec.branch, &plan));
+    if (static_cast<long long>(plan.runs.size()) > max_runs) {
+      return InvalidArgumentError(fmt::format(
+          "max_runs: the trunks and their branches are {} runs, more than {}; raise \"max_runs\" "
+          "in the spec or pass --max-runs",
+          plan.runs.size(), max_runs));
+    }
+  }
   return plan;
 }
 

@@ -44,6 +44,10 @@ struct PlannedRun {
   double expected_seconds = 1;  // for longest-first packing and the first ETA
   double scaled_lr = 0;         // lr.base scaled by lr.rule at batch_size (display only)
   Program program;              // what runs it: the built-in runner or the user's program
+  // A branch of a branch study (branch_study.h): its trunk's run id and the trunk step of the
+  // checkpoint it starts from; it is launched once that checkpoint exists. Empty: not a branch.
+  std::string trunk_id;
+  long long branch_step = 0;
 };
 
 struct Plan {

@@ -506,7 +506,7 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
       doc, "",
       {"$schema", "name", "description", "base", "axes", "zip", "random", "constraints", "seeds",
        "repeats", "seed", "max_runs", "resources", "launch", "slurm", "prune", "lr_search",
-        "stall"}));
+        "stall", "branch"}));
   if (!doc.contains("name")) return Bad("name", "is missing (the sweep's name)");
   BATCHLAB_ASSIGN_OR_RETURN(spec->name, String(doc["name"], "name"));
   if (spec->name.empty() || spec->name.size() > 64 ||
@@ -566,6 +566,13 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
                  "test_accuracy on 10 classes");
     }
     spec->stall = Spec::StallRule{static_cast<int>(evals), s["chance"].get<double>()};
+  }
+  if (doc.contains("branch")) {
+    BATCHLAB_RETURN_IF_ERROR(ParseBranchStudy(doc["branch"], &spec->branch));
+    if (spec->lr_search.enabled) {
+      return Bad("branch", "a branch study cannot be combined with lr_search yet; tune the "
+                           "trunk's LR first, then branch with lr_rule sqrt or linear");
+    }
   }
   if (doc.contains("prune")) {
     if (!doc["prune"].is_boolean()) {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "orchestrator/branch_study.h"
 #include "orchestrator/lr_search.h"
 
 namespace batchlab::orchestrator {
@@ -101,6 +102,7 @@ struct Spec {
   std::optional<StallRule> stall;
   bool prune = true;   // stop runs that can no longer change the best steps to target (pruning.h)
   LrSearch lr_search;  // adaptive LR search per batch size (its coarse grid is the last axis)
+  BranchStudy branch;  // a branch study: every run is a trunk with branches (branch_study.h)
   Resources resources;
   LaunchSettings launch;
   SlurmSettings slurm;

@@ -219,6 +219,10 @@ class Execution {
         Event(
             fmt::format("run {} was interrupted in attempt {}; it runs again", r.id, rec.attempt));
       }
+      if (!r.trunk_id.empty()) {
+        held_.push_back(i);  // a branch: queued once its trunk's checkpoint exists
+        continue;
+      }
       queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i), r.gpus});
     }
     if (out_.skipped > 0)
@@ -233,8 +237,9 @@ class Execution {
   Status Loop() {
     bool stopping = false;
     double stop_deadline = 0;
-    while (!queue_.empty() || !active_.empty()) {
+    while (!queue_.empty() || !active_.empty() || (!held_.empty() && !stopping)) {
       double now = now_();
+      if (!stopping && !held_.empty()) BATCHLAB_RETURN_IF_ERROR(ReleaseBranches(now));
       if (!stopping && options_.stop_requested && options_.stop_requested()) {
         stopping = true;
         out_.stopped = true;
@@ -363,6 +368,7 @@ class Execution {
       }
     }
     BATCHLAB_RETURN_IF_ERROR(WriteResumeFile(r.id, attempt, dir));
+    if (!r.trunk_id.empty()) BATCHLAB_RETURN_IF_ERROR(WriteBranchFromFile(r, dir));
     BATCHLAB_RETURN_IF_ERROR(store_.StartAttempt(r.id, dir));
     attempt_[i] = attempt;
     ++out_.attempts;
@@ -433,6 +439,74 @@ class Execution {
       return UnavailableError(fmt::format("cannot write {}: {} (is the disk full?)", path,
                                           std::strerror(errno)));
     }
+    return OkStatus();
+  }
+
+  // The trunk's attempt folders, newest first (a branch's checkpoint may be in any of them).
+  StatusOr<std::vector<std::string>> TrunkDirs(const std::string& trunk_id) {
+    std::vector<std::string> dirs;
+    auto it = index_of_.find(trunk_id);
+    const int attempts = it == index_of_.end() ? 0 : attempt_[it->second];
+    for (int k = attempts; k >= 1; --k) {
+      BATCHLAB_ASSIGN_OR_RETURN(std::optional<std::string> at, store_.AttemptDir(trunk_id, k));
+      if (at) dirs.push_back(*at);
+    }
+    return dirs;
+  }
+
+  // branch_from.json (docs/protocol.md): the trunk's attempt folders, for the branch's runner.
+  Status WriteBranchFromFile(const PlannedRun& r, const std::string& dir) {
+    BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> dirs, TrunkDirs(r.trunk_id));
+    const std::string path = dir + "/" + protocol::kBranchFromFile;
+    if (!WriteFileAtomically(path, nlohmann::json{{"trunk_dirs", dirs}}.dump(2) + "\n")) {
+      return UnavailableError(fmt::format("cannot write {}: {} (is the disk full?)", path,
+                                          std::strerror(errno)));
+    }
+    return OkStatus();
+  }
+
+  // Held branches whose trunk checkpoint now exists (every rank's shard) join the queue, while
+  // the trunk goes on; those whose trunk ended without it fail, saying why. Checked at most every
+  // 0.2 s (and at once when nothing else runs).
+  Status ReleaseBranches(double now) {
+    if (now - last_branch_check_ < 0.2 && !(queue_.empty() && active_.empty())) return OkStatus();
+    last_branch_check_ = now;
+    std::vector<size_t> still;
+    for (size_t i : held_) {
+      const PlannedRun& r = plan_.runs[i];
+      BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> dirs, TrunkDirs(r.trunk_id));
+      bool ready = false;
+      for (const std::string& d : dirs) {
+        bool all = true;
+        for (int rank = 0; rank < r.world_size && all; ++rank) {
+          all = fs::exists(fs::path(d) / protocol::kCheckpointDir /
+                           protocol::CheckpointShardName(r.branch_step, rank));
+        }
+        ready = ready || all;
+      }
+      if (ready) {
+        queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i), r.gpus});
+        Event(fmt::format("run {} ({}) queued: trunk {} has its checkpoint at step {}", r.id,
+                          ParamsText(r), r.trunk_id, r.branch_step));
+        continue;
+      }
+      auto t = index_of_.find(r.trunk_id);
+      if (t != index_of_.end() && done_[t->second]) {
+        const std::string why = fmt::format(
+            "trunk run {} ended without a checkpoint at step {} (it stopped before the branch "
+            "point, e.g. at its target, or failed); see its log",
+            r.trunk_id, r.branch_step);
+        BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "branch", why));
+        BATCHLAB_RETURN_IF_ERROR(
+            store_.Transition(r.id, RunState::kFailed, {std::nullopt, why}));
+        done_[i] = true;
+        ++out_.failed;
+        Event(fmt::format("run {} ({}) failed: {}", r.id, ParamsText(r), why));
+        continue;
+      }
+      still.push_back(i);
+    }
+    held_ = std::move(still);
     return OkStatus();
   }
 
@@ -705,6 +779,7 @@ class Execution {
   // Registers plan_.runs[i] with the pruning book and the LR search (constructor, new rounds).
   void Track(size_t i) {
     const PlannedRun& r = plan_.runs[i];
+    index_of_[r.id] = i;
     // With an LR search, runs are compared only within their search point, so pruning never
     // changes which LR is best there (and so never the search's path).
     std::string group = PruneGroup(r, spec_.prune);
@@ -859,6 +934,9 @@ class Execution {
   PruneBook prune_;                          // indexed like plan_.runs
   std::vector<std::optional<int64_t>> hit_;  // finished runs: the step that met the target
   std::vector<bool> done_;                   // finished, or failed for good in this call
+  std::vector<size_t> held_;                 // branches waiting for their trunk's checkpoint
+  std::map<std::string, size_t> index_of_;   // run id -> index in plan_.runs
+  double last_branch_check_ = -1e18;
   std::map<std::string, std::vector<size_t>> search_groups_;  // LR search: group -> runs
   std::vector<std::string> search_group_of_;
   std::map<std::string, int> search_rounds_;  // LR search: refinement rounds added per group

@@ -186,7 +186,7 @@ CheckpointFile ReadCheckpointFile(const std::string& path, const std::string& ru
     throw CheckpointRejected(fmt::format("it belongs to run \"{}\", not \"{}\"",
                                          header.value("run_id", std::string()), run_id));
   }
-  if (header.value("config_hash", std::string()) != config_hash) {
+  if (!config_hash.empty() && header.value("config_hash", std::string()) != config_hash) {
     throw CheckpointRejected(fmt::format("its config hash {} differs from this run's {}",
                                          header.value("config_hash", std::string()),
                                          config_hash));

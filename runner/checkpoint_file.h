@@ -57,7 +57,8 @@ using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 int64_t WriteCheckpointFile(const std::string& path, nlohmann::json header,
                             const NamedTensors& tensors);
 
-// Reads and checks `path` against the run it must belong to. Throws CheckpointRejected.
+// Reads and checks `path` against the run it must belong to. Throws CheckpointRejected. An empty
+// `config_hash` accepts any (a branch run reads its trunk's checkpoint: another config by design).
 CheckpointFile ReadCheckpointFile(const std::string& path, const std::string& run_id,
                                   const std::string& config_hash);
 

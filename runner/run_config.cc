@@ -198,6 +198,16 @@ const std::vector<Binding>& Bindings() {
       Bind(
           "checkpoint.at_steps", [](auto& c) -> auto& { return c.checkpoint.at_steps; }),
       Bind(
+          "branch.trunk_run_id", [](auto& c) -> auto& { return c.branch.trunk_run_id; }),
+      Bind(
+          "branch.at_step", [](auto& c) -> auto& { return c.branch.at_step; }),
+      Bind(
+          "branch.at_samples", [](auto& c) -> auto& { return c.branch.at_samples; }),
+      Bind(
+          "branch.trunk_batch_size", [](auto& c) -> auto& { return c.branch.trunk_batch_size; }),
+      Bind(
+          "branch.multiplier", [](auto& c) -> auto& { return c.branch.multiplier; }),
+      Bind(
           "divergence_factor", [](auto& c) -> auto& { return c.divergence_factor; }),
       Bind(
           "threads", [](auto& c) -> auto& { return c.threads; }),
@@ -270,7 +280,25 @@ void CheckCombinations(const json& j, RunConfig& c) {
         "budget: no limit set; give at least one of epochs, steps, samples, seconds, "
         "e.g. \"budget\": {\"epochs\": 1}");
   }
+<<<<<<< HEAD
+  if (j.contains("branch")) {
+    const BranchConfig& br = c.branch;
+    if (br.trunk_run_id.empty() || br.at_step < 1 || br.trunk_batch_size < 1 ||
+        !(br.multiplier > 0)) {
+      throw BadConfig(
+          "branch: needs trunk_run_id, at_step, trunk_batch_size and multiplier (the "
+          "orchestrator sets them for a branch study; remove \"branch\" for an ordinary run)");
+    }
+    if (c.comm.sync == "async_ps" || c.comm.sync == "backup") {
+      throw BadConfig("comm.sync: \"" + c.comm.sync +
+                      "\" has no checkpoints, so a branch cannot start from one; use "
+                      "\"allreduce\", \"lag\" or \"local_sgd\"");
+    }
+  }
+  if (c.precision == "fp16") {
+=======
   if (c.precision == "fp16" && !torch::cuda::is_available()) {
+>>>>>>> main
     throw BadConfig(
         "precision: \"fp16\" needs a CUDA device and none is visible to this runner (a CPU "
         "LibTorch, or no GPU here: docs/gpu.md); use \"fp32\" or \"bf16\", or validate on a "

@@ -80,6 +80,17 @@ struct CheckpointConfig {
   std::vector<int64_t> at_steps = config::Default<std::vector<int64_t>>("checkpoint.at_steps");
 };
 
+// Config "branch" (docs/spec.md, "Branch study"; set by the orchestrator): this run starts from
+// the trunk's checkpoint at at_step. Absent (trunk_run_id "") for every other run.
+struct BranchConfig {
+  std::string trunk_run_id;
+  int64_t at_step = 0;
+  int64_t at_samples = 0;
+  int64_t trunk_batch_size = 0;
+  double multiplier = 0;
+  bool present() const { return !trunk_run_id.empty(); }
+};
+
 struct RunConfig {
   // Derived by the orchestrator (no declared default); a hand-written config may leave them out:
   // run_id and sweep "", attempt 1, seed 1, the sizes derived from batch_size (docs/runner.md).
@@ -106,6 +117,7 @@ struct RunConfig {
   CommConfig comm;
   int64_t gns_every_steps = config::Default<int64_t>("gns.every_steps");  // 0 = off
   CheckpointConfig checkpoint;
+  BranchConfig branch;
   double divergence_factor = config::Default<double>("divergence_factor");
   int64_t threads = config::Default<int64_t>("threads");
   std::string precision = config::Default<std::string>("precision");  // fp32 | bf16 | fp16

@@ -522,6 +522,7 @@ Outcome Trainer::Run() {
   PreemptWindow preempt_window;  // SIGUSR2/SIGTERM now mean: checkpoint and exit 7
   start_ = Clock::now();
   MaybeResume();  // a new attempt: from the newest valid checkpoint of the earlier ones
+  if (resumed_step_ == 0) MaybeStartBranch();  // a branch run: from the trunk's checkpoint
   WriteStart();
   if (ParameterServerMode()) return rank_ == 0 ? RunServer() : RunWorker();
   return RunCollective();

@@ -95,6 +95,9 @@ class Trainer {
   void set_attempt_dir(const std::string& dir);
   // Resume from these earlier attempts' checkpoints (newest first); what set_attempt_dir reads.
   void set_resume_from(std::vector<EarlierAttempt> earlier) { resume_from_ = std::move(earlier); }
+  // A branch run (config "branch"): the trunk's attempt folders, newest first, one of which holds
+  // the trunk's checkpoint at branch.at_step; what set_attempt_dir reads from branch_from.json.
+  void set_trunk_dirs(std::vector<std::string> dirs) { trunk_dirs_ = std::move(dirs); }
   // The step Run() resumed from (0: started fresh).
   int64_t resumed_from_step() const { return resumed_step_; }
 
@@ -169,6 +172,10 @@ class Trainer {
   // Before the first step: every rank agrees on the newest checkpoint of the earlier attempts
   // whose shards all load, and restores it; rank 0 writes the resume line.
   void MaybeResume();
+  // Branch study (branch_start.cc): a branch run that did not resume from a checkpoint of its
+  // own starts from the trunk's at branch.at_step (parameters, optimizer state, data position).
+  void ReadBranchFrom(const std::string& attempt_dir);
+  void MaybeStartBranch();
   NamedTensors StateTensors();
   nlohmann::json StateScalars() const;
   void RestoreState(const CheckpointFile& file);
@@ -208,6 +215,7 @@ class Trainer {
   std::string preempt_file_;  // beside stop_file_
   std::string checkpoint_dir_;  // "" = no checkpoints (no attempt folder)
   std::vector<EarlierAttempt> resume_from_;
+  std::vector<std::string> trunk_dirs_;  // a branch run: the trunk's attempt folders
   int64_t resumed_step_ = 0;
   int64_t last_checkpoint_step_ = 0;
   int64_t last_checkpoint_samples_ = 0;

@@ -24,6 +24,7 @@
 #include "runner/lamb.h"
 #include "runner/lars.h"
 #include "runner/optimizer_factory.h"
+#include "runner/optimizer_state_io.h"
 #include "runner/optimizer_state_key.h"
 #include "runner/preempt_signal.h"
 #include "runner/runner_error.h"
@@ -91,6 +92,8 @@ torch::Tensor Like(const torch::Tensor& loaded, const torch::Tensor& param) {
   return t;
 }
 
+}  // namespace
+
 void RestoreOptimizerState(torch::optim::Optimizer& optimizer,
                            const std::vector<torch::Tensor>& params, const CheckpointFile& file) {
   auto& state = optimizer.state();
@@ -139,6 +142,8 @@ void RestoreOptimizerState(torch::optim::Optimizer& optimizer,
   }
 }
 
+namespace {
+
 // A checkpoint of an earlier attempt: its step, and where rank r's shard of it is.
 struct Candidate {
   int64_t step = 0;
@@ -169,6 +174,7 @@ void Trainer::set_attempt_dir(const std::string& dir) {
   set_stop_file((fs::path(dir) / protocol::kStopFile).string());
   preempt_file_ = (fs::path(dir) / protocol::kPreemptFile).string();
   checkpoint_dir_ = (fs::path(dir) / protocol::kCheckpointDir).string();
+  ReadBranchFrom(dir);
   std::ifstream in(fs::path(dir) / protocol::kResumeFile);
   if (!in) return;
   const json resume = json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -235,6 +241,7 @@ json Trainer::StateScalars() const {
           {"sampler_epoch", sampler_->epoch()},
           {"last_average", last_average_},
           {"sync", config_.comm.sync},
+          {"seed", config_.seed},  // a branch run with the trunk's seed takes its generator
           // fp16's dynamic loss scale (null otherwise): the skip/grow machine goes on as it was.
           {"loss_scaler", scaler_ ? json{{"scale", scaler_->scale()},
                                          {"good_steps", scaler_->good_steps()},

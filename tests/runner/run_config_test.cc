@@ -52,6 +52,8 @@ json EveryFieldSet() {
     "gns": {"every_steps": 5},
     "checkpoint": {"every_steps": 7, "every_samples": 640, "every_seconds": 30.5, "keep": 3,
                    "at_steps": [5, 9]},
+    "branch": {"trunk_run_id": "00000000000000aa", "at_step": 3, "at_samples": 384,
+               "trunk_batch_size": 128, "multiplier": 2.5},
     "divergence_factor": 4.0, "threads": 3, "precision": "bf16",
     "mode": "noop"})");
 }

@@ -1,0 +1,235 @@
+// The critical batch size over training from branch runs (see branch_cbs.h).
+#include "analysis/branch_cbs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace batchlab::analysis {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// The k where the gap, linear in log k between grid points, first passes `tol`; +inf when no k
+// exceeds it. `ks` increasing, gaps[0] == 0.
+double Crossing(const std::vector<double>& ks, const std::vector<double>& gaps, double tol) {
+  for (size_t i = 1; i < ks.size(); ++i) {
+    if (gaps[i] > tol) {
+      const double g0 = gaps[i - 1], g1 = gaps[i];
+      // g0 <= tol < g1 (the earlier ones all passed); g0 may lie below 0 (noise).
+      const double t = std::clamp((tol - g0) / (g1 - g0), 0.0, 1.0);
+      return std::exp(std::log(ks[i - 1]) + t * (std::log(ks[i]) - std::log(ks[i - 1])));
+    }
+  }
+  return kInf;
+}
+
+std::string Batch(double b) { return fmt::format("{:.4g}", b); }
+
+}  // namespace
+
+StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& options) {
+  // The runs of each k, in increasing k.
+  std::map<double, std::vector<const BranchRun*>> by_k;
+  for (const BranchRun& r : point.runs) {
+    if (r.last_values.empty()) {
+      return FailedPreconditionError(fmt::format(
+          "branch point at trunk step {}: the branch at k = {} (seed {}) has no evaluation",
+          point.at_step, r.multiplier, r.seed));
+    }
+    by_k[r.multiplier].push_back(&r);
+  }
+  if (by_k.size() < 2) {
+    return FailedPreconditionError(fmt::format(
+        "branch point at trunk step {}: {} multiplier(s) finished; the critical batch size needs "
+        "at least 2",
+        point.at_step, by_k.size()));
+  }
+  CbsPoint out;
+  out.trunk_id = point.trunk_id;
+  out.at_step = point.at_step;
+  out.at_samples = point.at_samples;
+  out.trunk_batch = point.trunk_batch;
+  const double b0 = static_cast<double>(point.trunk_batch);
+  std::vector<double> ks, means;
+  bool multi_seed = true;
+  for (const auto& [k, runs] : by_k) {
+    std::vector<double> per_seed;
+    for (const BranchRun* r : runs) per_seed.push_back(Mean(r->last_values));
+    ks.push_back(k);
+    means.push_back(Mean(per_seed));
+    multi_seed = multi_seed && runs.size() >= 2;
+  }
+  bool any_spread = false;  // some k has 2 or more values to resample
+  for (const auto& [k, runs] : by_k) {
+    any_spread = any_spread || runs.size() >= 2 || runs.front()->last_values.size() >= 2;
+  }
+  out.bootstrap = multi_seed ? "seeds and last evaluations"
+                  : any_spread ? "last evaluations"
+                               : "none";
+  std::vector<double> gaps(ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) gaps[i] = means[i] - means[0];
+
+  // Bootstrap replicates: every k's seeds resampled, and each seed's last values.
+  Resampler rs(options.seed);
+  std::vector<std::vector<double>> gap_reps(ks.size());
+  std::vector<double> crossing_reps;
+  std::vector<double> rep_means(ks.size()), rep_gaps(ks.size());
+  for (int b = 0; b < options.resamples; ++b) {
+    size_t i = 0;
+    for (const auto& [k, runs] : by_k) {
+      double sum = 0;
+      for (size_t s = 0; s < runs.size(); ++s) {
+        const BranchRun* r = runs[runs.size() >= 2 ? rs.Index(runs.size()) : 0];
+        double inner = 0;
+        for (size_t e = 0; e < r->last_values.size(); ++e) {
+          inner += r->last_values[rs.Index(r->last_values.size())];
+        }
+        sum += inner / static_cast<double>(r->last_values.size());
+      }
+      rep_means[i++] = sum / static_cast<double>(runs.size());
+    }
+    for (size_t j = 0; j < ks.size(); ++j) {
+      rep_gaps[j] = rep_means[j] - rep_means[0];
+      gap_reps[j].push_back(rep_gaps[j]);
+    }
+    crossing_reps.push_back(Crossing(ks, rep_gaps, options.tolerance));
+  }
+  size_t i = 0;
+  for (const auto& [k, runs] : by_k) {
+    CbsPerK pk;
+    pk.multiplier = k;
+    pk.batch_size = std::llround(k * b0);
+    pk.seeds = static_cast<int>(runs.size());
+    pk.loss = means[i];
+    pk.gap = i == 0 ? Interval{0, 0, 0, options.confidence}
+                    : PercentileInterval(gaps[i], gap_reps[i], options.confidence);
+    out.per_k.push_back(pk);
+    ++i;
+  }
+  // Merrill's rule: the largest k whose gap, and every smaller k's, is within ε.
+  size_t last_ok = 0;
+  while (last_ok + 1 < ks.size() && gaps[last_ok + 1] <= options.tolerance) ++last_ok;
+  out.merrill_batch = out.per_k[last_ok].batch_size;
+  out.merrill_censored = last_ok + 1 == ks.size();
+
+  const double k_max = ks.back();
+  const double crossing = Crossing(ks, gaps, options.tolerance);
+  Interval ci = PercentileInterval(crossing, crossing_reps, options.confidence);
+  out.interval_available = any_spread;
+  out.censored = !std::isfinite(crossing);
+  out.high_open = !std::isfinite(ci.high);
+  out.b_crit.confidence = options.confidence;
+  out.b_crit.value = (out.censored ? k_max : crossing) * b0;
+  out.b_crit.low = (std::isfinite(ci.low) ? ci.low : k_max) * b0;
+  out.b_crit.high = (std::isfinite(ci.high) ? ci.high : k_max) * b0;
+
+  const std::string where = fmt::format("After {} trunk samples", point.at_samples);
+  if (!out.interval_available) {
+    // One value per k: nothing to resample; an interval would have zero width.
+    out.b_crit.low = out.b_crit.high = std::nan("");
+    out.high_open = false;
+  }
+  if (out.censored) {
+    out.reading = fmt::format(
+        "{}, even the largest branch batch {} recovered the smallest's loss within {}: the "
+        "critical batch size is at least {} (censored; add larger multipliers to measure it).",
+        where, Batch(k_max * b0), options.tolerance, Batch(k_max * b0));
+  } else {
+    out.reading = fmt::format(
+        "{}, batches up to about {} ({} x B0) train as well per sample as {} (loss gap within "
+        "{}); {}",
+        where, Batch(out.b_crit.value), fmt::format("{:.3g}", crossing), Batch(ks[0] * b0),
+        options.tolerance,
+        out.interval_available
+            ? fmt::format("the critical batch size lies in [{}, {}{}] at {:.0f}% confidence.",
+                          Batch(out.b_crit.low), out.high_open ? "≥ " : "",
+                          Batch(out.b_crit.high), 100 * options.confidence)
+            : "no interval: one branch and one evaluation per k (add seeds).");
+  }
+  return out;
+}
+
+std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::string& metric,
+                                            int smooth) {
+  std::map<std::tuple<std::string, int64_t>, BranchPointData> points;
+  for (const RunData& r : sweep.runs) {
+    auto trunk = r.params.find("branch.trunk_run_id");
+    auto step = r.params.find("branch.at_step");
+    auto k = r.params.find("branch.multiplier");
+    if (trunk == r.params.end() || step == r.params.end() || k == r.params.end()) continue;
+    if (r.state != "completed" && r.state != "budget_exhausted" && r.state != "target_reached") {
+      continue;
+    }
+    const Series* s = r.Metric(metric);
+    if (s == nullptr || s->empty()) continue;
+    const std::string id = nlohmann::json::parse(trunk->second).get<std::string>();
+    const int64_t at = std::stoll(step->second);
+    BranchPointData& p = points[{id, at}];
+    p.trunk_id = id;
+    p.at_step = at;
+    if (auto a = r.params.find("branch.at_samples"); a != r.params.end()) {
+      p.at_samples = std::stoll(a->second);
+    }
+    if (auto b = r.params.find("branch.trunk_batch_size"); b != r.params.end()) {
+      p.trunk_batch = std::stoll(b->second);
+    }
+    BranchRun run;
+    run.multiplier = std::stod(k->second);
+    run.seed = r.seed;
+    const size_t n = std::min<size_t>(static_cast<size_t>(std::max(1, smooth)), s->size());
+    run.last_values.assign(s->values.end() - static_cast<std::ptrdiff_t>(n), s->values.end());
+    p.runs.push_back(std::move(run));
+  }
+  std::vector<BranchPointData> out;
+  for (auto& [key, p] : points) out.push_back(std::move(p));
+  std::sort(out.begin(), out.end(), [](const BranchPointData& a, const BranchPointData& b) {
+    return std::tie(a.trunk_id, a.at_samples) < std::tie(b.trunk_id, b.at_samples);
+  });
+  return out;
+}
+
+BatchSchedule RecommendSchedule(const std::vector<CbsPoint>& points, int64_t b0,
+                                int64_t total_samples, double margin) {
+  BatchSchedule s;
+  s.total_samples = total_samples;
+  s.from_samples.push_back(0);
+  s.batches.push_back(b0);
+  for (const CbsPoint& p : points) {
+    if (p.at_samples >= total_samples) break;
+    const double allowed = p.b_crit.low / std::max(1.0, margin);
+    int64_t batch = s.batches.back();
+    while (static_cast<double>(batch * 2) <= allowed) batch *= 2;
+    if (batch > s.batches.back()) {
+      // Switch at a whole step of the batch before it.
+      const int64_t prev = s.batches.back();
+      const int64_t at = (p.at_samples + prev - 1) / prev * prev;
+      if (at > s.from_samples.back() && at < total_samples) {
+        s.from_samples.push_back(at);
+        s.batches.push_back(batch);
+      }
+    }
+  }
+  for (size_t i = 0; i < s.batches.size(); ++i) {
+    const int64_t end = i + 1 < s.batches.size() ? s.from_samples[i + 1] : total_samples;
+    const int64_t len = end - s.from_samples[i];
+    s.steps += (len + s.batches[i] - 1) / s.batches[i];
+  }
+  s.constant_steps = (total_samples + b0 - 1) / b0;
+  s.saving = s.constant_steps > 0
+                 ? 1.0 - static_cast<double>(s.steps) / static_cast<double>(s.constant_steps)
+                 : 0;
+  return s;
+}
+
+}  // namespace batchlab::analysis

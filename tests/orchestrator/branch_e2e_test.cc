@@ -1,0 +1,97 @@
+// A branch study end to end with the real batchlab-runner (docs/spec.md "Branch study"): the
+// orchestrator runs the trunk, holds its branches until the trunk's checkpoint exists, launches
+// them with branch_from.json, and `batchlab analyze cbs` reads them back. The branch at k = 1 with
+// the trunk's seed and LR continues the trunk bit for bit: its step losses, as stored in the
+// database, equal the trunk's after the branch point.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <boost/process.hpp>
+#include <nlohmann/json.hpp>
+
+#include "results/database.h"
+#include "results/schema.h"
+#include "tests/orchestrator/temp_dir.h"
+
+namespace batchlab::orchestrator {
+namespace {
+
+namespace bp = boost::process;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
+  testing::TempDir dir;
+  const std::string spec = dir.path() + "/spec.json";
+  std::ofstream(spec) << R"({"name": "branchy", "base": {
+      "data": {"name": "fashion-mnist", "samples": 1024, "test_samples": 256},
+      "model": {"name": "mlp", "hidden": [16]}, "optimizer": {"name": "momentum", "momentum": 0.9},
+      "lr": {"base": 0.05, "base_batch_size": 16}, "batch_size": 16,
+      "budget": {"steps": 12}, "eval": {"every_steps": 4}, "gns": {"every_steps": 0},
+      "checkpoint": {"every_seconds": 0}},
+      "branch": {"at_steps": [4], "multipliers": [1, 2], "lr_rule": "linear",
+                 "delta_samples": 64},
+      "resources": {"retries": 0}})";
+  const std::string db = dir.path() + "/batchlab.db";
+  bp::child c(BATCHLAB_BIN,
+              bp::args({"--db", db, "sweep", "run", spec, "--runs-dir", dir.path() + "/runs",
+                        "--runner", RUNNER, "--slots", "2"}),
+              bp::std_out > bp::null, bp::std_err > (dir.path() + "/err.txt"));
+  c.wait();
+  ASSERT_EQ(c.exit_code(), 0) << Slurp(dir.path() + "/err.txt");
+  auto rdb = results::OpenReadOnly(db);
+  ASSERT_TRUE(rdb.ok()) << rdb.status().message();
+  auto q = [&](const std::string& sql) {
+    auto v = (*rdb)->QueryInt(sql);
+    EXPECT_TRUE(v.ok()) << v.status().message() << "\n" << sql;
+    return v.ok() ? *v : -1;
+  };
+  EXPECT_EQ(q("SELECT count(*) FROM runs WHERE state = 'completed'"), 3);
+  EXPECT_EQ(q("SELECT count(*) FROM runs WHERE json_extract(config_json, '$.branch.at_step') = 4"),
+            2);
+  const std::string trunk = "(SELECT run_key FROM runs WHERE json_extract(config_json, "
+                            "'$.branch') IS NULL)";
+  const std::string k1 = "(SELECT run_key FROM runs WHERE json_extract(config_json, "
+                         "'$.branch.multiplier') = 1)";
+  const std::string loss = "(SELECT id FROM metric_names WHERE name = 'loss')";
+  // The k = 1 branch's 4 steps are the trunk's steps 5..8, bit for bit.
+  EXPECT_EQ(q("SELECT count(*) FROM metrics b JOIN metrics t ON t.step = b.step + 4 AND "
+              "t.name_id = b.name_id AND t.value = b.value WHERE b.run_key = " + k1 +
+              " AND t.run_key = " + trunk + " AND b.name_id = " + loss),
+            4);
+  EXPECT_EQ(q("SELECT count(*) FROM metrics WHERE run_key = " + k1 + " AND name_id = " + loss),
+            4);
+  // Every branch got the trunk's folders.
+  int branch_from = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() + "/runs")) {
+    branch_from += e.path().filename() == "branch_from.json" ? 1 : 0;
+  }
+  EXPECT_EQ(branch_from, 2);
+
+  bp::ipstream out;
+  bp::child a(BATCHLAB_BIN,
+              bp::args({"--db", db, "analyze", "cbs", "--sweep", "branchy", "--format", "json"}),
+              bp::std_out > out, bp::std_err > (dir.path() + "/err2.txt"));
+  std::stringstream text;
+  text << out.rdbuf();
+  a.wait();
+  ASSERT_EQ(a.exit_code(), 0) << Slurp(dir.path() + "/err2.txt");
+  const nlohmann::json j = nlohmann::json::parse(text.str());
+  ASSERT_EQ(j["cbs"]["points"].size(), 1u) << j.dump(2);
+  const nlohmann::json& p = j["cbs"]["points"][0];
+  EXPECT_EQ(p["at_step"], 4);
+  EXPECT_EQ(p["samples_seen"], 64);
+  EXPECT_EQ(p["branches"].size(), 2u);
+  // One seed and one evaluation per k: no interval to give, and it says so.
+  EXPECT_EQ(p["b_crit"]["interval_available"], false);
+}
+
+}  // namespace
+}  // namespace batchlab::orchestrator
