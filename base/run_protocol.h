@@ -81,6 +81,8 @@ inline constexpr const char* kPruneAtFile = "prune_at";  // orchestrator: the se
 inline constexpr const char* kPreemptFile = "preempt";   // checkpoint at the next step and exit 7
 inline constexpr const char* kResumeFile = "resume.json";  // earlier attempts' folders, newest first
 inline constexpr const char* kCheckpointDir = "checkpoints";  // step-<8 digits>.rank-<r>.ckpt
+// <prefix><r>.json: where rank r ran (host, addresses, local rank, device), built-in runner.
+inline constexpr const char* kRankPlacePrefix = "place.rank";
 
 // Kinds of metrics lines.
 inline constexpr const char* kLineStart = "start";
