@@ -169,12 +169,16 @@ on() { local h=$1; shift; nsenter -t "$(cat "$state/hosts/$h.pid")" -n -u -m --w
 on head slurmctld -f "$SLURM_CONF" -c -i
 for h in "${hosts[@]:1}"; do
   mkdir -p "$state/spool/$(host_name "$h")"
+  # BATCHLAB_CLUSTER_NEVER_UP=i (tests): host i's slurmd is never started.
+  [ "$h" = "${BATCHLAB_CLUSTER_NEVER_UP:-}" ] && continue
   on "$h" slurmd -f "$SLURM_CONF" -N "$(host_name "$h")" -c
 done
 
 # Ready when every node is idle.
+wait_s=${BATCHLAB_CLUSTER_WAIT_SECONDS:-60}
+deadline=$((SECONDS + wait_s))
 st=
-for _ in $(seq 1 300); do
+while [ "$SECONDS" -lt "$deadline" ]; do
   st=$(on head sinfo -h -p "$prefix" -o '%T %D' 2>/dev/null | tr '\n' ' ' || true)
   if [ "$st" = "idle $n " ]; then
     trap - EXIT
@@ -183,5 +187,6 @@ for _ in $(seq 1 300); do
   fi
   sleep 0.2
 done
-echo "start.sh: the $n nodes did not all become idle (sinfo: '${st:-}')" >&2
+down=$(on head sinfo -h -N -p "$prefix" -o '%N %T' 2>/dev/null | awk '$2 != "idle" {print $1 " (" $2 ")"}' | tr '\n' ' ')
+echo "start.sh: host(s) never came up within ${wait_s} s: ${down:-unknown} (sinfo: '${st:-}'); see $state/log" >&2
 exit 1
