@@ -175,6 +175,8 @@ BASE = {
     "comm": {"backend": "mpi", "sync_every": 4, "backup_workers": 1},
     "threads": 1,
 }
+# The virtual hosts share this machine's cores (each says it has 4): no binding to cores.
+LAUNCH = {"mpirun_args": ["--bind-to", "none"]}
 
 
 def section_cluster():
@@ -190,7 +192,7 @@ def section_cluster():
 
 
 def section_preflight():
-    spec = dict(name="preflight", base=dict(BASE, nodes=N + 1))
+    spec = dict(name="preflight", base=dict(BASE, nodes=N + 1), launch=LAUNCH)
     r = on("head", *sweep_argv(spec, "preflight", 4))
     print("  " + r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "  (no message)")
     check(r.returncode == 2, f"nodes {N + 1} on a {N}-node partition: exit 2 (got {r.returncode})")
@@ -222,11 +224,11 @@ def section_runner():
     same = dict(name="xhost", base=BASE,
                 zip=[{"nodes": [1, 2, 1, 3], "ranks_per_node": [2, 1, 3, 1]}],
                 axes={"comm.sync": ["allreduce", "lag", "local_sgd"]},
-                resources={"retries": 0}, slurm={"time_limit_minutes": 10})
+                resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
     more = dict(name="xhost_more", base=BASE,
                 zip=[{"nodes": [N, N, 2], "ranks_per_node": [1, 1, 2],
                       "comm.sync": ["async_ps", "backup", "allreduce"]}],
-                resources={"retries": 0}, slurm={"time_limit_minutes": 10})
+                resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
     t = time.time()
     env = dict(os.environ, BATCHLAB_CLUSTER_STATE=STATE, BATCHLAB_CLUSTER_PREFIX=PREFIX)
     procs = [subprocess.Popen(["bash", ON, "head", *sweep_argv(s, s["name"], 8)], cwd=WORK,
@@ -268,7 +270,7 @@ def section_warm():
     spec = dict(name="warm", base=dict(BASE, nodes=2, ranks_per_node=1),
                 axes={"lr.base": [0.05, 0.1, 0.2]},
                 resources={"retries": 0, "timeout_seconds": 120},
-                slurm={"time_limit_minutes": 10})
+                slurm={"time_limit_minutes": 10}, launch=LAUNCH)
     r = sweep(spec, "warm", 2, workers="reuse")
     check(r.returncode == 0, "warm sweep: exit 0")
     runs = attempts("warm")
@@ -288,7 +290,7 @@ def section_program():
                                       "program": {"command": [PYTHON, ENV_PROGRAM]},
                                       "params": {"sleep": 3}},
                 axes={"program.launch": ["mpirun", "torchrun"], "nodes": [2, N]},
-                resources={"retries": 0}, slurm={"time_limit_minutes": 5})
+                resources={"retries": 0}, slurm={"time_limit_minutes": 5}, launch=LAUNCH)
     r = sweep(spec, "program", 2 * (2 + N))
     check(r.returncode == 0, "user-program sweep: exit 0")
     ports, spans = [], []
@@ -330,8 +332,8 @@ def section_ddp():
         "ranks_per_node": 1, "budget": {"steps": 8}, "eval": {"every_steps": 4},
         "gns": {"every_steps": 4}, "threads": 1},
         axes={"nodes": [2, N], "program.launch": ["torchrun", "mpirun"]},
-        launch={"env": {"PYTHONPATH": os.path.join(REPO, "clients", "python"),
-                        "OMP_NUM_THREADS": "1"}},
+        launch=dict(LAUNCH, env={"PYTHONPATH": os.path.join(REPO, "clients", "python"),
+                                 "OMP_NUM_THREADS": "1"}),
         resources={"retries": 0}, slurm={"time_limit_minutes": 10})
     r = sweep(spec, "ddp", 12)
     check(r.returncode == 0, "PyTorch DDP example sweep: exit 0")
@@ -371,9 +373,9 @@ def section_alphabeta():
     try:
         base = dict(BASE, budget={"steps": 25}, eval={"every_steps": 25}, ranks_per_node=1)
         fit = dict(name="ab_fit", base=base, axes={"nodes": [2], "model.hidden": [[64], [1024]]},
-                   resources={"retries": 0}, slurm={"time_limit_minutes": 10})
+                   resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
         three = dict(name="ab_three", base=dict(base, nodes=N, model={"name": "mlp", "hidden": [1024]}),
-                     resources={"retries": 0}, slurm={"time_limit_minutes": 10})
+                     resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
         # One run at a time (--slots N): the links carry one job's traffic.
         ok = sweep(fit, "ab_fit", N).returncode == 0 and sweep(three, "ab_three", N).returncode == 0
         check(ok, "alpha-beta sweeps: exit 0")
@@ -436,7 +438,7 @@ LONG = dict(BASE, budget={"steps": 4000}, eval={"every_steps": 1000},
 
 def section_orchestrator_kill():
     spec = dict(name="okill", base=dict(LONG, nodes=N, ranks_per_node=1, budget={"steps": 300}),
-                resources={"retries": 1}, slurm={"time_limit_minutes": 10})
+                resources={"retries": 1}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
     env = dict(os.environ, BATCHLAB_CLUSTER_STATE=STATE, BATCHLAB_CLUSTER_PREFIX=PREFIX)
     p = subprocess.Popen(["bash", ON, "head", *sweep_argv(spec, "okill", 4)], cwd=WORK, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -453,8 +455,9 @@ def section_orchestrator_kill():
     r = on("head", *sweep_argv(spec, "okill", 4))
     check(r.returncode == 0, f"rerun: exit 0 in {time.time() - t:.1f} s (got {r.returncode})")
     state = on("head", "scontrol", "show", "job", "-o", str(job)).stdout
-    check("JobState=CANCELLED" in state, f"the orphan job {job} was cancelled "
-                                         f"({re.search(r'JobState=(\S+)', state).group(1) if 'JobState' in state else '?'})")
+    job_state = re.search(r"JobState=(\S+)", state)
+    check("JobState=CANCELLED" in state,
+          f"the orphan job {job} was cancelled ({job_state.group(1) if job_state else '?'})")
     runs = attempts("okill")
     d = list(runs.values())[0]
     lines_ = lines(os.path.join(d, "metrics.jsonl"))
@@ -470,7 +473,7 @@ def section_orchestrator_kill():
 def section_host_dies():
     spec = dict(name="hostdies", base=dict(LONG, nodes=2, ranks_per_node=1, budget={"steps": 300}),
                 resources={"retries": 3, "retry_backoff_seconds": 1},
-                slurm={"time_limit_minutes": 10})
+                slurm={"time_limit_minutes": 10}, launch=LAUNCH)
     env = dict(os.environ, BATCHLAB_CLUSTER_STATE=STATE, BATCHLAB_CLUSTER_PREFIX=PREFIX)
     p = subprocess.Popen(["bash", ON, "head", *sweep_argv(spec, "hostdies", 4)], cwd=WORK,
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
