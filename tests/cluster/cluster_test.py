@@ -360,6 +360,25 @@ def shape_links(rate):
     return ""
 
 
+def bench_across_hosts(rate):
+    """bench/runner/allreduce_bench on one rank per host: the runner's fused allreduce beside raw
+    MPI_Allreduce over the same (shaped) links, bus bandwidth per size."""
+    bench = os.environ.get("ALLREDUCE_BENCH", "")
+    if not bench:
+        print("  allreduce_bench not built (BATCHLAB_BUILD_BENCH=OFF): skipped")
+        return
+    r = on("head", "salloc", "-N", str(N), "--ntasks-per-node=1", "mpirun", "--bind-to", "none",
+           "--allow-run-as-root", "--mca", "btl", "self,vader,tcp", bench, "--max-mib", "4",
+           "--reps", "5", timeout=300)
+    table = [l for l in r.stdout.splitlines() if not l.startswith("{")]
+    print("  allreduce_bench, %d hosts, links %s:\n    " % (N, rate) + "\n    ".join(table))
+    rows = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    with open(os.path.join(WORK, "allreduce_bench.txt"), "w") as f:
+        f.write(r.stdout)
+    check(r.returncode == 0 and rows, f"allreduce_bench across {N} hosts: exit {r.returncode}, "
+                                      f"{len(rows)} rows of fused vs raw MPI bus bandwidth")
+
+
 def section_alphabeta():
     netem = on(1, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "50us")
     print(f"  tc netem (delay): {'available' if netem.returncode == 0 else 'not in this kernel: ' + netem.stderr.strip()}")
@@ -379,6 +398,7 @@ def section_alphabeta():
         # One run at a time (--slots N): the links carry one job's traffic.
         ok = sweep(fit, "ab_fit", N).returncode == 0 and sweep(three, "ab_three", N).returncode == 0
         check(ok, "alpha-beta sweeps: exit 0")
+        bench_across_hosts(rate)
     finally:
         shape_links(None)
     a = on("head", BIN, "--db", os.path.join(WORK, "ab_fit.db"), "analyze", "scaling", "--sweep",
