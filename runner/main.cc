@@ -141,6 +141,41 @@ struct LoadedData {
   std::optional<Dataset> data;
 };
 
+// Writes <attempt dir>/place.rank<r>.json: this rank's host name, its IPv4 addresses other than
+// loopback, its local rank and the device a rank there is pinned to (local_rank % the GPUs it
+// sees; "cpu" with none), so a multi-node run shows where each rank ran. Best effort.
+void WritePlace(const std::string& attempt_dir, const RankInfo& where) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::vector<std::string> addresses;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+      if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+      char text[INET_ADDRSTRLEN] = {0};
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) == nullptr) continue;
+      if (std::string(text).rfind("127.", 0) != 0) addresses.push_back(text);
+    }
+    freeifaddrs(list);
+  }
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  nlohmann::json place = {
+      {"rank", where.rank},
+      {"world_size", where.world_size},
+      {"local_rank", where.local_rank},
+      {"local_size", where.local_size},
+      {"host", host},
+      {"addresses", addresses},
+      {"gpus", gpus},
+      {"device", gpus > 0 ? "cuda:" + std::to_string(where.local_rank % gpus) : "cpu"},
+      {"cuda_visible_devices", visible != nullptr ? nlohmann::json(visible) : nlohmann::json()}};
+  std::ofstream(attempt_dir + "/" + protocol::kRankPlacePrefix + std::to_string(where.rank) +
+                ".json")
+      << place.dump() << "\n";
+}
+
 // One resolved config on this rank, as `batchlab-runner --config` runs it; returns the exit code
 // and throws RunnerError for failures. `keep` (warm workers) reuses the previous run's data.
 int RunConfigFile(const std::string& config_path, const RankInfo& where,
@@ -215,41 +250,6 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     if (comm) comm->Abandon();  // the peers must not wait for this rank any longer
     throw;
   }
-}
-
-// Writes <attempt dir>/place.rank<r>.json: this rank's host name, its IPv4 addresses other than
-// loopback, its local rank and the device a rank there is pinned to (local_rank % the GPUs it
-// sees; "cpu" with none), so a multi-node run shows where each rank ran. Best effort.
-void WritePlace(const std::string& attempt_dir, const RankInfo& where) {
-  char host[256] = {0};
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  std::vector<std::string> addresses;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) == 0) {
-    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
-      if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
-      char text[INET_ADDRSTRLEN] = {0};
-      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
-      if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) == nullptr) continue;
-      if (std::string(text).rfind("127.", 0) != 0) addresses.push_back(text);
-    }
-    freeifaddrs(list);
-  }
-  const int gpus = static_cast<int>(torch::cuda::device_count());
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  nlohmann::json place = {
-      {"rank", where.rank},
-      {"world_size", where.world_size},
-      {"local_rank", where.local_rank},
-      {"local_size", where.local_size},
-      {"host", host},
-      {"addresses", addresses},
-      {"gpus", gpus},
-      {"device", gpus > 0 ? "cuda:" + std::to_string(where.local_rank % gpus) : "cpu"},
-      {"cuda_visible_devices", visible != nullptr ? nlohmann::json(visible) : nlohmann::json()}};
-  std::ofstream(attempt_dir + "/" + protocol::kRankPlacePrefix + std::to_string(where.rank) +
-                ".json")
-      << place.dump() << "\n";
 }
 
 // --worker DIR: runs configs as the orchestrator hands them over (worker_loop.h). A failure is

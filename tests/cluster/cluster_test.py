@@ -452,12 +452,14 @@ def steps_written(name):
     return None
 
 
-LONG = dict(BASE, budget={"steps": 4000}, eval={"every_steps": 1000},
-            checkpoint={"every_steps": 20})
+# A run slow enough to interrupt: rank 0 sleeps 20 ms every step (at least 8 s for 400 steps).
+LONG = dict(BASE, budget={"steps": 400}, eval={"every_steps": 200},
+            checkpoint={"every_steps": 20},
+            comm=dict(BASE["comm"], straggler={"rank": 0, "delay_ms": 20, "probability": 1}))
 
 
 def section_orchestrator_kill():
-    spec = dict(name="okill", base=dict(LONG, nodes=N, ranks_per_node=1, budget={"steps": 300}),
+    spec = dict(name="okill", base=dict(LONG, nodes=N, ranks_per_node=1),
                 resources={"retries": 1}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
     env = dict(os.environ, BATCHLAB_CLUSTER_STATE=STATE, BATCHLAB_CLUSTER_PREFIX=PREFIX)
     p = subprocess.Popen(["bash", ON, "head", *sweep_argv(spec, "okill", 4)], cwd=WORK, env=env,
@@ -483,7 +485,7 @@ def section_orchestrator_kill():
     lines_ = lines(os.path.join(d, "metrics.jsonl"))
     resumed = [l for l in lines_ if l.get("kind") == "resume"]
     steps = [l["step"] for l in lines_ if l.get("kind") == "step"]
-    check(os.path.basename(d).startswith("attempt-2") and resumed and steps and steps[-1] == 300,
+    check(os.path.basename(d).startswith("attempt-2") and resumed and steps and steps[-1] == 400,
           f"{os.path.basename(d)} resumed from step {resumed[0].get('step') if resumed else '?'} "
           f"and ended at step {steps[-1] if steps else '?'}")
     left = wait_for(lambda: stray_processes() == [] and queue_empty(), 30)
@@ -491,8 +493,8 @@ def section_orchestrator_kill():
 
 
 def section_host_dies():
-    spec = dict(name="hostdies", base=dict(LONG, nodes=2, ranks_per_node=1, budget={"steps": 300}),
-                resources={"retries": 3, "retry_backoff_seconds": 1},
+    spec = dict(name="hostdies", base=dict(LONG, nodes=2, ranks_per_node=1),
+                resources={"retries": 5, "retry_backoff_seconds": 2},
                 slurm={"time_limit_minutes": 10}, launch=LAUNCH)
     env = dict(os.environ, BATCHLAB_CLUSTER_STATE=STATE, BATCHLAB_CLUSTER_PREFIX=PREFIX)
     p = subprocess.Popen(["bash", ON, "head", *sweep_argv(spec, "hostdies", 4)], cwd=WORK,
@@ -536,7 +538,7 @@ def section_host_dies():
     if d:
         final_hosts = sorted({pl["host"] for pl in places(d)})
         steps = [l["step"] for l in lines(os.path.join(d, "metrics.jsonl")) if l.get("kind") == "step"]
-        check(victim not in final_hosts and len(final_hosts) == 2 and steps and steps[-1] == 300,
+        check(victim not in final_hosts and len(final_hosts) == 2 and steps and steps[-1] == 400,
               f"{os.path.basename(d)} ran on {', '.join(final_hosts)} (not {victim}), ended at step "
               f"{steps[-1] if steps else '?'}")
     node = on("head", "sinfo", "-h", "-n", victim, "-o", "%T").stdout.strip()
