@@ -400,7 +400,7 @@ def section_alphabeta():
         return
     try:
         base = dict(BASE, budget={"steps": 25}, eval={"every_steps": 25}, ranks_per_node=1)
-        fit = dict(name="ab_fit", base=base, axes={"nodes": [2], "model.hidden": [[64], [1024]]},
+        fit = dict(name="ab_fit", base=base, axes={"nodes": [2], "model.hidden": [[64], [256], [1024]]},
                    resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
         three = dict(name="ab_three", base=dict(base, nodes=N, model={"name": "mlp", "hidden": [1024]}),
                      resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
