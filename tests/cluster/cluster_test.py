@@ -153,8 +153,8 @@ def stray_processes():
             except OSError:
                 continue
             exe = os.path.basename(argv[0].decode(errors="replace"))
-            if exe in ("sleep", "slurmd", "slurmctld"):  # the anchor and the daemons
-                continue
+            if exe in ("sleep", "slurmd", "slurmctld") or b"slurmscriptd" in argv[0]:
+                continue  # the anchor and the daemons (slurmscriptd: slurmctld's helper)
             out.append(f"{host_name(h)}:{pid}:{' '.join(a.decode(errors='replace') for a in argv if a)[:80]}")
     return out
 
