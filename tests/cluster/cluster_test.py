@@ -363,6 +363,9 @@ def section_ddp():
               f"{step[-1]['loss'] if step else '?'}, {end[0]['outcome'] if end else 'no end line'}")
 
 
+RING = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}
+
+
 def shape_links(rate):
     for h in range(1, N + 1):
         if rate:
@@ -406,10 +409,13 @@ def section_alphabeta():
         return
     try:
         base = dict(BASE, budget={"steps": 25}, eval={"every_steps": 25}, ranks_per_node=1)
+        # The model is the ring allreduce's: Open MPI is told to use its ring (algorithm 4) for
+        # every size (by default it picks others for some sizes and rank counts).
+        launch = dict(LAUNCH, env=RING if os.environ.get("BATCHLAB_CLUSTER_RING", "1") == "1" else {})
         fit = dict(name="ab_fit", base=base, axes={"nodes": [2], "model.hidden": [[64], [256], [1024]]},
-                   resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
+                   resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=launch)
         three = dict(name="ab_three", base=dict(base, nodes=N, model={"name": "mlp", "hidden": [1024]}),
-                     resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=LAUNCH)
+                     resources={"retries": 0}, slurm={"time_limit_minutes": 10}, launch=launch)
         # One run at a time (--slots N): the links carry one job's traffic.
         ok = sweep(fit, "ab_fit", N).returncode == 0 and sweep(three, "ab_three", N).returncode == 0
         check(ok, "alpha-beta sweeps: exit 0")
