@@ -23,6 +23,8 @@ figures. Sections (run all, or name some on the command line):
             job, resumes from the checkpoint, and leaves no process on any host
   host_dies  every process of a host killed mid-run: the run fails over, is retried on the
             remaining hosts and completes; no process is left; the host comes back
+  link_down  a host's link taken down mid-run: the run fails within the communicator timeout,
+            is retried on the remaining hosts; once the link is back nothing is left on any host
   never_up  a cluster whose host never comes up: start.sh fails and leaves nothing behind
 
 Environment (set by tests/cluster/CMakeLists.txt): BATCHLAB_BIN, BATCHLAB_RUNNER, REPO,
@@ -574,6 +576,62 @@ def section_host_dies():
     check(bool(back), f"{victim} back: idle")
 
 
+def section_link_down():
+    # The victim's link goes down mid-run: its processes live on, cut off. The ranks on the other
+    # host wait in a collective until comm.timeout_seconds (10 s here) ends them; Slurm marks the
+    # host down; the run is retried on the remaining hosts. When the link comes back, Slurm
+    # stops what was left on the host and it returns to service.
+    spec = dict(name="linkdown", base=dict(LONG, nodes=2, ranks_per_node=1,
+                                           comm=dict(LONG["comm"], timeout_seconds=10)),
+                resources={"retries": 5, "retry_backoff_seconds": 2},
+                slurm={"time_limit_minutes": 10}, launch=LAUNCH)
+    env = dict(os.environ, BATCHLAB_CLUSTER_STATE=STATE, BATCHLAB_CLUSTER_PREFIX=PREFIX)
+    p = subprocess.Popen(["bash", ON, "head", *sweep_argv(spec, "linkdown", 4)], cwd=WORK,
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = wait_for(lambda: (lambda s: s if s and s[1] >= 30 else None)(steps_written("linkdown")), 180)
+    if not check(first is not None, "the 2-host run trained 30 steps"):
+        p.kill()
+        return
+    hosts = job_hosts(first[0])
+    victim = hosts[-1]
+    ns = f"{PREFIX}-{victim[len(PREFIX):]}"
+    down_at = time.time()
+    subprocess.run(["ip", "-n", ns, "link", "set", "eth0", "down"], check=True)
+    print(f"  {victim}'s link down at step {first[1]} of the run on {','.join(hosts)}")
+    try:
+        ended = wait_for(lambda: len(glob.glob(os.path.join(os.path.dirname(first[0]), "attempt-*"))) >= 2, 120)
+        waited = time.time() - down_at
+        check(bool(ended), f"attempt 1 failed and a new attempt started {waited:.1f} s after the link "
+                           "went down (comm.timeout_seconds 10, SlurmdTimeout 10)")
+        with open(os.path.join(first[0], "stderr.log"), errors="replace") as f:
+            why = [l.strip() for l in f if "timed out after 10000 ms" in l]
+        check(bool(why), f"a rank on the live host ended at the communicator timeout: "
+                         f"{why[0] if why else 'no timeout in stderr.log'}")
+        try:
+            _, err = p.communicate(timeout=400)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        check(p.returncode == 0, f"the sweep completed (exit {p.returncode}) "
+                                 f"{time.time() - down_at:.1f} s after the link went down")
+        if p.returncode != 0:
+            print(err[-2000:])
+        d = list(attempts("linkdown").values())
+        if d:
+            final_hosts = sorted({pl["host"] for pl in places(d[0])})
+            check(victim not in final_hosts and len(final_hosts) == 2,
+                  f"{os.path.basename(d[0])} ran on {', '.join(final_hosts)} (not {victim})")
+    finally:
+        subprocess.run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+    up_at = time.time()
+    on("head", "scontrol", "update", f"nodename={victim}", "state=resume")
+    clean = wait_for(lambda: stray_processes() == [] and queue_empty(), 90, step=1)
+    check(bool(clean), f"link back: no process left on any host {time.time() - up_at:.1f} s later, "
+                       f"queue empty ({stray_processes()[:3]})")
+    back = wait_for(lambda: on("head", "sinfo", "-h", "-n", victim, "-o", "%T").stdout.strip() == "idle", 60)
+    check(bool(back), f"{victim} back: idle")
+
+
 def section_never_up():
     state = os.path.join(WORK, "never-up")
     prefix = PREFIX[:4] + "x"
@@ -596,7 +654,7 @@ SECTIONS = {
     "cluster": section_cluster, "preflight": section_preflight, "runner": section_runner,
     "warm": section_warm, "program": section_program, "ddp": section_ddp,
     "alphabeta": section_alphabeta, "orchestrator_kill": section_orchestrator_kill,
-    "host_dies": section_host_dies, "never_up": section_never_up,
+    "host_dies": section_host_dies, "link_down": section_link_down, "never_up": section_never_up,
 }
 
 
