@@ -91,6 +91,8 @@ inline std::string CheckpointShardName(int64_t step, int rank) {
   if (digits.size() < 8) digits.insert(0, 8 - digits.size(), '0');
   return "step-" + digits + ".rank-" + std::to_string(rank) + ".ckpt";
 }
+// <prefix><r>.json: where rank r ran (host, addresses, local rank, device), built-in runner.
+inline constexpr const char* kRankPlacePrefix = "place.rank";
 
 // Kinds of metrics lines.
 inline constexpr const char* kLineStart = "start";

@@ -30,6 +30,7 @@
 #include "orchestrator/scheduler.h"
 #include "orchestrator/signal_watcher.h"
 #include "orchestrator/slurm_launcher.h"
+#include "orchestrator/slurm_preflight.h"
 #include "orchestrator/spec.h"
 #include "orchestrator/sweep_executor.h"
 #include "orchestrator/worker_pool.h"
@@ -223,6 +224,13 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
         orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env).WithContext(f.spec_path));
   }
   BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<orch::Launcher> launcher, MakeLauncher(f, spec, tools));
+  if (f.backend == "slurm") {
+    // Pre-flight: a run the partition can never hold is refused before anything is submitted.
+    BATCHLAB_ASSIGN_OR_RETURN(orch::PartitionCapacity cap,
+                              orch::QueryPartition(spec.slurm.partition));
+    BATCHLAB_RETURN_IF_ERROR(
+        orch::CheckPartitionFits(plan, spec.slurm, cap).WithContext(f.spec_path));
+  }
 
   // The runs folder must be a folder (created if absent) before the database is created; a
   // start refused by the database (not batchlab's, newer schema, locked) leaves no folder behind.

@@ -169,7 +169,8 @@ class SlurmLauncher final : public Launcher {
     std::map<std::string, std::string> env = settings_.env;
     for (const auto& [k, v] : request.env) env[k] = v;
     if (!env.count("OMPI_MCA_btl") && getenv("OMPI_MCA_btl") == nullptr) {
-      env["OMPI_MCA_btl"] = "self,vader";
+      // Shared memory between the ranks of one node; TCP between nodes (docs/cluster.md).
+      env["OMPI_MCA_btl"] = request.nodes > 1 ? "self,vader,tcp" : "self,vader";
     }
     if (!env.count("OMPI_MCA_pml") && getenv("OMPI_MCA_pml") == nullptr)
       env["OMPI_MCA_pml"] = "ob1";

@@ -7,7 +7,10 @@
 // text. States and exit codes are read back from Slurm (`scontrol show job`, then `sacct` once the
 // controller has forgotten the job), not assumed from submission; Terminate/Kill map to
 // `scancel`; the job id goes to launch.json so a resumed sweep can scancel what a killed
-// orchestrator left queued or running.
+// orchestrator left queued or running. Open MPI's transports default to shared memory
+// (`OMPI_MCA_btl=self,vader`), plus TCP between nodes for a multi-node job, unless the
+// environment or launch.env names them (docs/cluster.md). Before a sweep submits anything,
+// slurm_preflight.h checks that every run fits the partition.
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(auto launcher, MakeSlurmLauncher(settings));
 //   BATCHLAB_ASSIGN_OR_RETURN(auto job, launcher->Start(request));   // sbatch --parsable ...

@@ -9,7 +9,11 @@
 //
 // Exit codes: 0 completed, 3 target reached, 4 diverged, 5 budget exhausted, 2 bad config,
 // 1 any other failure. Messages go to stderr prefixed with "batchlab-runner[rank r]:".
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +28,7 @@
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "base/run_protocol.h"
 #include "runner/comm_host_staged.h"
 #include "runner/communicator.h"
 #include "runner/device.h"
@@ -138,6 +143,41 @@ struct LoadedData {
   std::optional<Dataset> data;
 };
 
+// Writes <attempt dir>/place.rank<r>.json: this rank's host name, its IPv4 addresses other than
+// loopback, its local rank and the device a rank there is pinned to (local_rank % the GPUs it
+// sees; "cpu" with none), so a multi-node run shows where each rank ran. Best effort.
+void WritePlace(const std::string& attempt_dir, const RankInfo& where) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  std::vector<std::string> addresses;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+      if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+      char text[INET_ADDRSTRLEN] = {0};
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text)) == nullptr) continue;
+      if (std::string(text).rfind("127.", 0) != 0) addresses.push_back(text);
+    }
+    freeifaddrs(list);
+  }
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  nlohmann::json place = {
+      {"rank", where.rank},
+      {"world_size", where.world_size},
+      {"local_rank", where.local_rank},
+      {"local_size", where.local_size},
+      {"host", host},
+      {"addresses", addresses},
+      {"gpus", gpus},
+      {"device", gpus > 0 ? "cuda:" + std::to_string(where.local_rank % gpus) : "cpu"},
+      {"cuda_visible_devices", visible != nullptr ? nlohmann::json(visible) : nlohmann::json()}};
+  std::ofstream(attempt_dir + "/" + protocol::kRankPlacePrefix + std::to_string(where.rank) +
+                ".json")
+      << place.dump() << "\n";
+}
+
 // One resolved config on this rank, as `batchlab-runner --config` runs it; returns the exit code
 // and throws RunnerError for failures. `keep` (warm workers) reuses the previous run's data.
 int RunConfigFile(const std::string& config_path, const RankInfo& where,
@@ -207,6 +247,7 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     if (rank == 0) metrics = MetricsWriter::Open(config.metrics_path);
     trainer.set_metrics(metrics.get());
     trainer.set_attempt_dir(std::filesystem::path(config_path).parent_path().string());
+    WritePlace(std::filesystem::path(config_path).parent_path().string(), where);
     const Outcome outcome = trainer.Run();
     if (!dump_path.empty()) {
       DumpParameters(trainer.FlatParameters(), dump_path + ".rank" + std::to_string(rank));

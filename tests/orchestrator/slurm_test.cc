@@ -378,15 +378,29 @@ TEST_F(SlurmTest, ARunChainsThroughAllocationsOnTheTimeLimitSignalWithTheSameLos
   EXPECT_EQ(Losses("chain"), reference);
 }
 
-TEST_F(SlurmTest, MoreNodesThanThePartitionHasFailsInsteadOfPendingForever) {
-  // The test cluster has one node: a 2-node job would pend with PartitionNodeLimit forever.
+TEST_F(SlurmTest, MoreNodesThanThePartitionHasIsRefusedBeforeAnythingIsSubmitted) {
+  // The test cluster has one node: a 2-node job would pend with PartitionNodeLimit forever. The
+  // pre-flight (orchestrator/slurm_preflight.h) asks sinfo and refuses the spec: exit 2, the
+  // field named, no job submitted, no run recorded.
   std::string spec = WriteSpec(R"({"name": "slurm-nodes", "base": {"mode": "noop", "batch_size": 64,
       "nodes": 2}, "resources": {"retries": 2}})");
-  EXPECT_EQ(Cli(RunArgs(spec)), 1) << Err();
-  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'failed' AND attempt = 1"), 1);
-  EXPECT_EQ(Query("SELECT count(*) FROM events WHERE message LIKE '%the partition can never run "
-                  "this job%'"),
-            1);
+  EXPECT_EQ(Cli(RunArgs(spec)), 2) << Err();
+  EXPECT_NE(Err().find("nodes: run "), std::string::npos) << Err();
+  EXPECT_NE(Err().find("needs 2 nodes, but partition 'batchlab' has 1"), std::string::npos)
+      << Err();
+  EXPECT_NE(Err().find("lower `nodes` to at most 1"), std::string::npos) << Err();
+  EXPECT_FALSE(fs::exists(Db()));
+  // Too many ranks on one node for its CPUs: named too.
+  spec = WriteSpec(R"({"name": "slurm-rpn", "base": {"mode": "noop", "batch_size": 64,
+      "ranks_per_node": 64}, "resources": {"retries": 2}})");
+  EXPECT_EQ(Cli(RunArgs(spec)), 2) << Err();
+  EXPECT_NE(Err().find("ranks_per_node: run "), std::string::npos) << Err();
+  // A partition that does not exist: slurm.partition named, with the ones that do.
+  spec = WriteSpec(R"({"name": "slurm-part", "base": {"mode": "noop", "batch_size": 64},
+      "slurm": {"partition": "nosuch"}})");
+  EXPECT_EQ(Cli(RunArgs(spec)), 2) << Err();
+  EXPECT_NE(Err().find("slurm.partition: no partition 'nosuch'"), std::string::npos) << Err();
+  EXPECT_NE(Err().find("sinfo lists: batchlab"), std::string::npos) << Err();
 }
 
 TEST_F(SlurmTest, SigintCancelsTheJobsWithScancel) {

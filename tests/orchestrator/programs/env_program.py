@@ -61,6 +61,7 @@ def main():
     env["config_arg"] = config_path
     env["cwd"] = os.getcwd()
     env["argv"] = sys.argv[1:]
+    env["host"] = socket.gethostname()
     rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
     attempt_dir = os.path.dirname(config["metrics_path"])
     env["met"] = rendezvous(rank, world, env["MASTER_ADDR"], int(env["MASTER_PORT"]))
