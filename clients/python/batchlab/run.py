@@ -46,7 +46,7 @@ STOP_CHECK_SECONDS = 0.1  # rank 0 looks for the stop and preempt files at most 
 
 P = protocol
 _RESERVED = frozenset(("seq", "kind", "step", "samples", "epoch", P.METRIC_LOSS, "lr", "seconds",
-                       P.METRIC_STEP_SECONDS, P.METRIC_GNS_B_SMALL, P.METRIC_GNS_B_BIG,
+                       P.METRIC_STEP_SECONDS, P.METRIC_COMM_SECONDS, P.METRIC_GNS_B_SMALL, P.METRIC_GNS_B_BIG,
                        P.METRIC_GNS_SQ_SMALL, P.METRIC_GNS_SQ_BIG))
 
 # Where this rank's data continues: `index` batches of epoch `epoch` are trained (steps_per_epoch
@@ -236,6 +236,7 @@ class Run:
         now = self._clock()
         local = [_number("loss", loss), now - self._start_time]
         gns = self._gns
+        comm = self._probe.take_comm() if self._probe is not None else None
         if gns is None and self._probe is not None:  # the DDP hook measured this step
             taken = self._probe.take()
             if taken is not None:
@@ -262,6 +263,8 @@ class Run:
         began = self._step_began if self._yielded == step else None
         if began is not None:
             line[P.METRIC_STEP_SECONDS] = now - began
+        if comm is not None:  # rank 0's allreduce time of this step, as the runner writes it
+            line[P.METRIC_COMM_SECONDS] = comm
         line.update(extra)
         self._writer.write(line)
         self._gns = None
