@@ -1,0 +1,176 @@
+// The fitted step-time model and its check (see step_model.h, docs/methods.md §6).
+#include "analysis/step_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/core.h>
+
+#include "analysis/bootstrap.h"
+#include "analysis/table.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string Pct(double v) { return FormatNumber(100 * v, 2) + "%"; }
+
+// "B=256 K=2" and the configuration's swept values (the label of its first run without them).
+std::string ConfigLabel(const RunTiming& t) {
+  std::string label = fmt::format("B={} K={}", t.batch_size, t.world_size);
+  if (!t.strong_key.empty()) label += " " + t.strong_key;
+  return label;
+}
+
+}  // namespace
+
+double StepModel::Predict(const RunTiming& t) const {
+  const ComputeModel* c = ComputeOf(t.strong_key);
+  if (c == nullptr) return kNaN;
+  double s = c->StepSeconds(static_cast<double>(t.local_batch_size));
+  if (t.world_size > 1) {
+    if (!comm || t.parameters <= 0) return kNaN;
+    s += RingAllreduceSeconds(t.world_size, GradientBytes(t.parameters), comm->alpha_seconds,
+                              comm->bandwidth_bytes_per_second);
+  }
+  return s;
+}
+
+const ComputeModel* StepModel::ComputeOf(const std::string& key) const {
+  auto it = compute.find(key);
+  return it == compute.end() ? nullptr : &it->second;
+}
+
+StatusOr<StepModel> FitStepModel(const std::vector<RunTiming>& timings) {
+  if (timings.empty()) {
+    return FailedPreconditionError(
+        "no run logged step_seconds, so there is no measured step time to fit a model to");
+  }
+  StepModel m;
+  std::map<std::string, std::vector<RunTiming>> by_key;
+  for (const RunTiming& t : timings) by_key[t.strong_key].push_back(t);
+  for (const auto& [key, runs] : by_key) {
+    StatusOr<ComputeModel> c = FitComputeModel(runs);
+    if (c.ok()) m.compute[key] = *c;
+  }
+  StatusOr<AlphaBetaFit> ab = FitRingAllreduceOrBandwidth(AllreduceObservationsOf(timings));
+  if (ab.ok()) m.comm = *ab;
+  return m;
+}
+
+ModelCheck CheckStepModel(const std::vector<RunTiming>& full) {
+  ModelCheck check;
+  // The fits read the runs' means only: drop the step samples once, so the refits below copy
+  // small records.
+  std::vector<RunTiming> timings = full;
+  for (RunTiming& t : timings) {
+    t.step_samples.clear();
+    t.step_samples.shrink_to_fit();
+  }
+  StatusOr<StepModel> all = FitStepModel(timings);
+  if (!all.ok()) {
+    check.status = all.status();
+    return check;
+  }
+  // The configurations: (model, K, B) -> indices of its runs.
+  std::map<std::tuple<std::string, int, int64_t>, std::vector<size_t>> configs;
+  for (size_t i = 0; i < timings.size(); ++i) {
+    const RunTiming& t = timings[i];
+    configs[{t.strong_key, t.world_size, t.batch_size}].push_back(i);
+  }
+  double ss = 0;
+  int fitted_n = 0;
+  std::vector<double> held;
+  for (const auto& [key, idx] : configs) {
+    const RunTiming& first = timings[idx.front()];
+    ModelCheckRow row;
+    row.label = ConfigLabel(first);
+    row.key = first.strong_key;
+    row.world_size = first.world_size;
+    row.batch_size = first.batch_size;
+    row.local_batch_size = first.local_batch_size;
+    row.runs = static_cast<int>(idx.size());
+    for (size_t i : idx) row.measured += timings[i].step_seconds;
+    row.measured /= static_cast<double>(idx.size());
+    row.fitted = all->Predict(first);
+    row.fitted_error = (row.fitted - row.measured) / row.measured;
+    if (std::isfinite(row.fitted_error)) {
+      ss += row.fitted_error * row.fitted_error;
+      ++fitted_n;
+      check.fitted_max = std::max(check.fitted_max, std::fabs(row.fitted_error));
+    }
+    // Held out: the model of every other configuration.
+    std::vector<RunTiming> rest;
+    rest.reserve(timings.size());
+    for (size_t i = 0; i < timings.size(); ++i) {
+      const RunTiming& t = timings[i];
+      if (t.strong_key != first.strong_key || t.world_size != first.world_size ||
+          t.batch_size != first.batch_size) {
+        rest.push_back(t);
+      }
+    }
+    row.held_out = kNaN;
+    row.held_out_error = kNaN;
+    StatusOr<StepModel> without = FitStepModel(rest);
+    if (!without.ok()) {
+      row.held_out_note = "no other configuration to fit on";
+    } else if (without->ComputeOf(first.strong_key) == nullptr) {
+      row.held_out_note = "its model has no other measured configuration";
+    } else if (first.world_size > 1 && !without->comm) {
+      row.held_out_note = "no other multi-rank configuration to fit the allreduce on";
+    } else {
+      row.held_out = without->Predict(first);
+      row.held_out_error = (row.held_out - row.measured) / row.measured;
+      if (std::isfinite(row.held_out_error)) {
+        held.push_back(std::fabs(row.held_out_error));
+      } else {
+        row.held_out_note = "the model size is unknown (pass --parameters)";
+      }
+    }
+    check.rows.push_back(row);
+  }
+  check.fitted_rms = fitted_n ? std::sqrt(ss / fitted_n) : kNaN;
+  check.tolerance = std::max(2 * check.fitted_rms, 0.05);
+  for (ModelCheckRow& r : check.rows) {
+    r.reproduced = std::isfinite(r.fitted_error) && std::fabs(r.fitted_error) <= check.tolerance;
+    check.not_reproduced += !r.reproduced;
+  }
+  check.held_out = static_cast<int>(held.size());
+  if (!held.empty()) {
+    check.held_out_max = *std::max_element(held.begin(), held.end());
+    check.held_out_median = Quantile(held, 0.5);
+    check.goal_met = check.held_out_median <= check.goal;
+  }
+  return check;
+}
+
+std::string ModelCheck::Sentence() const {
+  if (!status.ok()) return "Model check: not possible: " + status.message();
+  std::string s = fmt::format(
+      "Model check: at the {} measured configurations the fitted step-time model gives the "
+      "measured step times within {} (RMS; {} at worst){}",
+      rows.size(), Pct(fitted_rms), Pct(fitted_max),
+      not_reproduced == 0
+          ? ""
+          : fmt::format(", {} configuration(s) beyond the tolerance {}", not_reproduced,
+                        Pct(tolerance)));
+  if (held_out == 0) {
+    s += "; held out: no configuration could be predicted from the others (each model needs "
+         "another measured configuration: sweep more batch sizes or ranks), so the projection "
+         "is unchecked.";
+  } else {
+    s += fmt::format(
+        "; held out (each configuration predicted from a model fitted without it): median error "
+        "{} over {} configurations, {} at worst (goal <= {}: {}).",
+        Pct(held_out_median), held_out, Pct(held_out_max), Pct(goal),
+        goal_met ? "met" : "NOT met, read the projection as rough");
+  }
+  return s;
+}
+
+}  // namespace batchlab::analysis
