@@ -56,8 +56,11 @@ struct ComputeModel {
   double speedup = 1;  // the projected device is this many times faster than the measured one
 
   double StepSeconds(double local_batch) const {
-    const double b = std::max(local_batch, min_local_batch);
-    return (seconds_per_sample * b + seconds_per_step) / speedup;
+    return LineSeconds(std::max(local_batch, min_local_batch));
+  }
+  // The fitted line itself, without the floor.
+  double LineSeconds(double local_batch) const {
+    return (seconds_per_sample * local_batch + seconds_per_step) / speedup;
   }
 };
 

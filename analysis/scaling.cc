@@ -19,8 +19,12 @@ namespace batchlab::analysis {
 
 namespace {
 
-const std::vector<std::string> kNotThroughput = {"nodes", "ranks_per_node", "world_size", "seed",
-                                                 "lr."};
+// Swept values that do not change the time of a training step: runs that differ only in them
+// share a throughput configuration (evaluation is outside step_seconds; the budget, target and
+// checkpoints only decide when a run stops).
+const std::vector<std::string> kNotThroughput = {"nodes",   "ranks_per_node", "world_size",
+                                                 "seed",    "lr.",            "eval.",
+                                                 "budget.", "target.",        "checkpoint."};
 
 double MeanAfter(const Series& s, int64_t skip_steps, int64_t* count) {
   double sum = 0;

@@ -29,10 +29,12 @@ std::string ConfigLabel(const RunTiming& t) {
 
 }  // namespace
 
-double StepModel::Predict(const RunTiming& t) const {
-  const ComputeModel* c = ComputeOf(t.strong_key);
+double StepModel::Predict(const RunTiming& t, bool floor) const {
+  auto at_k = compute_at_k.find({t.strong_key, t.world_size});
+  const ComputeModel* c = at_k != compute_at_k.end() ? &at_k->second : ComputeOf(t.strong_key);
   if (c == nullptr) return kNaN;
-  double s = c->StepSeconds(static_cast<double>(t.local_batch_size));
+  const double b = static_cast<double>(t.local_batch_size);
+  double s = floor ? c->StepSeconds(b) : c->LineSeconds(b);
   if (t.world_size > 1) {
     if (!comm || t.parameters <= 0) return kNaN;
     s += RingAllreduceSeconds(t.world_size, GradientBytes(t.parameters), comm->alpha_seconds,
@@ -46,6 +48,11 @@ const ComputeModel* StepModel::ComputeOf(const std::string& key) const {
   return it == compute.end() ? nullptr : &it->second;
 }
 
+const ComputeModel* StepModel::ComputeForOneRankPerNode(const std::string& key) const {
+  auto one = compute_at_k.find({key, 1});
+  return one != compute_at_k.end() ? &one->second : ComputeOf(key);
+}
+
 StatusOr<StepModel> FitStepModel(const std::vector<RunTiming>& timings) {
   if (timings.empty()) {
     return FailedPreconditionError(
@@ -54,9 +61,15 @@ StatusOr<StepModel> FitStepModel(const std::vector<RunTiming>& timings) {
   StepModel m;
   std::map<std::string, std::vector<RunTiming>> by_key;
   for (const RunTiming& t : timings) by_key[t.strong_key].push_back(t);
+  std::map<std::pair<std::string, int>, std::vector<RunTiming>> by_key_k;
+  for (const RunTiming& t : timings) by_key_k[{t.strong_key, t.world_size}].push_back(t);
   for (const auto& [key, runs] : by_key) {
     StatusOr<ComputeModel> c = FitComputeModel(runs);
     if (c.ok()) m.compute[key] = *c;
+  }
+  for (const auto& [key, runs] : by_key_k) {
+    StatusOr<ComputeModel> c = FitComputeModel(runs);
+    if (c.ok()) m.compute_at_k[key] = *c;
   }
   StatusOr<AlphaBetaFit> ab = FitRingAllreduceOrBandwidth(AllreduceObservationsOf(timings));
   if (ab.ok()) m.comm = *ab;
@@ -124,7 +137,7 @@ ModelCheck CheckStepModel(const std::vector<RunTiming>& full) {
     } else if (first.world_size > 1 && !without->comm) {
       row.held_out_note = "no other multi-rank configuration to fit the allreduce on";
     } else {
-      row.held_out = without->Predict(first);
+      row.held_out = without->Predict(first, /*floor=*/false);
       row.held_out_error = (row.held_out - row.measured) / row.measured;
       if (std::isfinite(row.held_out_error)) {
         held.push_back(std::fabs(row.held_out_error));

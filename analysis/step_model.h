@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/projection.h"
@@ -33,14 +34,23 @@
 namespace batchlab::analysis {
 
 struct StepModel {
-  std::map<std::string, ComputeModel> compute;  // by RunTiming::strong_key (the model)
-  std::optional<AlphaBetaFit> comm;             // nullopt: no multi-rank run logged comm time
+  // By RunTiming::strong_key (the model), over every rank count.
+  std::map<std::string, ComputeModel> compute;
+  // By (model, K): ranks that share a host share its cores and memory bandwidth, so per-rank
+  // compute measured at K ranks on one host is its own line.
+  std::map<std::pair<std::string, int>, ComputeModel> compute_at_k;
+  std::optional<AlphaBetaFit> comm;  // nullopt: no multi-rank run logged comm time
 
-  // The modelled step time of a run like `t` (its model, world size, local batch and size);
-  // NaN when its model has no compute fit, or it has K >= 2 and there is no comm fit.
-  double Predict(const RunTiming& t) const;
-  // The compute model of `key`; nullptr when the sweep measured no run of it.
+  // The modelled step time of a run like `t` on this machine (its model, world size, local batch
+  // and size): the (model, K) compute line, else the model's; NaN when its model has no compute
+  // fit, or it has K >= 2 and there is no comm fit. `floor` false: the compute line without its
+  // floor (what the held-out check extrapolates with: it tests the linear law itself).
+  double Predict(const RunTiming& t, bool floor = true) const;
+  // The compute model of `key` (over every K); nullptr when the sweep measured no run of it.
   const ComputeModel* ComputeOf(const std::string& key) const;
+  // The compute model for one rank per node: the model's 1-rank line when measured (a rank
+  // alone on its host), else ComputeOf(key).
+  const ComputeModel* ComputeForOneRankPerNode(const std::string& key) const;
 };
 
 // One compute model per model key and the α–β fit (FitRingAllreduceOrBandwidth) of `timings`.

@@ -309,7 +309,7 @@ ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection&
     // The compute model of the best configuration's own model, when it was timed.
     auto t = timing_of.find(b.best->run_id);
     if (t != timing_of.end()) {
-      if (const ComputeModel* c = out.model.ComputeOf(t->second->strong_key)) {
+      if (const ComputeModel* c = out.model.ComputeForOneRankPerNode(t->second->strong_key)) {
         ComputeModel m = *c;
         m.speedup = options.device_speedup;
         compute_at[b.batch_size] = m;
