@@ -53,38 +53,59 @@ const ComputeModel* StepModel::ComputeForOneRankPerNode(const std::string& key) 
   return one != compute_at_k.end() ? &one->second : ComputeOf(key);
 }
 
-StatusOr<StepModel> FitStepModel(const std::vector<RunTiming>& timings) {
+namespace {
+
+// A compute model from the runs' means only (no copies of their strings or step samples).
+StatusOr<ComputeModel> FitComputeOf(const std::vector<const RunTiming*>& runs) {
+  std::vector<RunTiming> slim(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    slim[i].local_batch_size = runs[i]->local_batch_size;
+    slim[i].step_seconds = runs[i]->step_seconds;
+    slim[i].comm_seconds = runs[i]->comm_seconds;
+  }
+  return FitComputeModel(slim);
+}
+
+StatusOr<StepModel> FitStepModelOf(const std::vector<const RunTiming*>& timings) {
   if (timings.empty()) {
     return FailedPreconditionError(
         "no run logged step_seconds, so there is no measured step time to fit a model to");
   }
   StepModel m;
-  std::map<std::string, std::vector<RunTiming>> by_key;
-  for (const RunTiming& t : timings) by_key[t.strong_key].push_back(t);
-  std::map<std::pair<std::string, int>, std::vector<RunTiming>> by_key_k;
-  for (const RunTiming& t : timings) by_key_k[{t.strong_key, t.world_size}].push_back(t);
+  std::map<std::string, std::vector<const RunTiming*>> by_key;
+  std::map<std::pair<std::string, int>, std::vector<const RunTiming*>> by_key_k;
+  std::vector<AllreduceObservation> obs;
+  for (const RunTiming* t : timings) {
+    by_key[t->strong_key].push_back(t);
+    by_key_k[{t->strong_key, t->world_size}].push_back(t);
+    if (t->world_size >= 2 && t->parameters > 0 && t->comm_seconds > 0) {
+      obs.push_back({t->world_size, GradientBytes(t->parameters), t->comm_seconds});
+    }
+  }
   for (const auto& [key, runs] : by_key) {
-    StatusOr<ComputeModel> c = FitComputeModel(runs);
+    StatusOr<ComputeModel> c = FitComputeOf(runs);
     if (c.ok()) m.compute[key] = *c;
   }
   for (const auto& [key, runs] : by_key_k) {
-    StatusOr<ComputeModel> c = FitComputeModel(runs);
+    StatusOr<ComputeModel> c = FitComputeOf(runs);
     if (c.ok()) m.compute_at_k[key] = *c;
   }
-  StatusOr<AlphaBetaFit> ab = FitRingAllreduceOrBandwidth(AllreduceObservationsOf(timings));
+  StatusOr<AlphaBetaFit> ab = FitRingAllreduceOrBandwidth(obs);
   if (ab.ok()) m.comm = *ab;
   return m;
 }
 
-ModelCheck CheckStepModel(const std::vector<RunTiming>& full) {
+}  // namespace
+
+StatusOr<StepModel> FitStepModel(const std::vector<RunTiming>& timings) {
+  std::vector<const RunTiming*> p;
+  p.reserve(timings.size());
+  for (const RunTiming& t : timings) p.push_back(&t);
+  return FitStepModelOf(p);
+}
+
+ModelCheck CheckStepModel(const std::vector<RunTiming>& timings) {
   ModelCheck check;
-  // The fits read the runs' means only: drop the step samples once, so the refits below copy
-  // small records.
-  std::vector<RunTiming> timings = full;
-  for (RunTiming& t : timings) {
-    t.step_samples.clear();
-    t.step_samples.shrink_to_fit();
-  }
   StatusOr<StepModel> all = FitStepModel(timings);
   if (!all.ok()) {
     check.status = all.status();
@@ -118,18 +139,17 @@ ModelCheck CheckStepModel(const std::vector<RunTiming>& full) {
       check.fitted_max = std::max(check.fitted_max, std::fabs(row.fitted_error));
     }
     // Held out: the model of every other configuration.
-    std::vector<RunTiming> rest;
+    std::vector<const RunTiming*> rest;
     rest.reserve(timings.size());
-    for (size_t i = 0; i < timings.size(); ++i) {
-      const RunTiming& t = timings[i];
+    for (const RunTiming& t : timings) {
       if (t.strong_key != first.strong_key || t.world_size != first.world_size ||
           t.batch_size != first.batch_size) {
-        rest.push_back(t);
+        rest.push_back(&t);
       }
     }
     row.held_out = kNaN;
     row.held_out_error = kNaN;
-    StatusOr<StepModel> without = FitStepModel(rest);
+    StatusOr<StepModel> without = FitStepModelOf(rest);
     if (!without.ok()) {
       row.held_out_note = "no other configuration to fit on";
     } else if (without->ComputeOf(first.strong_key) == nullptr) {
