@@ -87,7 +87,10 @@ class PytorchDdpStudyTest(StudyTest):
         with open(self.path("report/report.md"), encoding="utf-8") as f:
             report = f.read()
         self.assertIn("ddp-e2e", report)
-        self.assertIn("width", report)  # the user's params label the runs
+        # The runs are labelled by what the study sweeps (width is a fixed param here, so it does
+        # not label them; an earlier check for "width" only matched "bandwidth" in the alpha-beta
+        # fit's refusal).
+        self.assertIn("B=32 K=1", report)
         self.assertIn("Model check:", report)
         self.assertNotIn("CI nan", report)
 
