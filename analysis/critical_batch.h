@@ -6,8 +6,12 @@
 // and the critical batch size B_crit = E_min / S_min (= B_noise under this model) balances the
 // two. S is linear in x = 1/B: S = a + b·x with a = S_min and b = E_min, so a weighted linear
 // least-squares fit (weights 1/S², i.e. relative errors) recovers both; B_crit = b / a.
-// The interval is a bootstrap: over seeds within each batch size when every batch size has at
-// least two seeds, otherwise over the fit's relative residuals (Efron & Tibshirani 1993 §9.5).
+// The interval is a bootstrap that combines every source of noise the data show (docs/methods.md
+// §3): the seed-to-seed variation of steps-to-target (pooled relative deviations from each batch
+// size's seed mean), the fit's lack of fit beyond it (the batch-size means' relative residuals,
+// shrunk by the part the seed noise already explains), and the quantisation of steps-to-target by
+// the evaluation cadence (a uniform draw within the steps between two evaluations). Too few
+// points or seeds for an honest interval leave it unavailable with the reason (never zero width).
 //
 //   std::vector<StepsPoint> pts = {{64, 3100}, {128, 1700}, {256, 1000}, {512, 640}};
 //   BATCHLAB_ASSIGN_OR_RETURN(CritFit fit, FitCriticalBatch(pts, CritOptions{}));
@@ -30,6 +34,10 @@ namespace batchlab::analysis {
 struct StepsPoint {
   double batch_size = 0;
   double steps = 0;
+  // Steps between the evaluation that met the target and the one before it (the first
+  // evaluation: its step): the target was crossed somewhere in (steps − resolution, steps].
+  // 0 or 1: resolved to the step.
+  double resolution = 0;
 };
 
 struct CritOptions {
@@ -42,6 +50,7 @@ struct CritResidual {
   double batch_size = 0;
   double steps = 0;     // observed
   double fitted = 0;    // S_min (1 + B_noise / B)
+  double resolution = 0;  // the point's evaluation cadence (StepsPoint::resolution)
   double relative = 0;  // (observed − fitted) / fitted
 };
 
@@ -54,8 +63,15 @@ struct CritFit {
   int points = 0;
   int batch_sizes = 0;
   bool b_crit_outside_sweep = false;  // B_crit below the smallest or above the largest B fitted
-  std::string bootstrap;              // "seeds" or "residuals"
+  // What the bootstrap resampled: "seeds+residuals", "seeds" (the lack of fit is explained by
+  // the seed noise) or "residuals" (one seed per batch size), "+quantisation" when the
+  // evaluation cadence was drawn as well.
+  std::string bootstrap;
   int resamples = 0;
+  int seed_dof = 0;                 // Σ (seeds − 1) over batch sizes: what the seed term rests on
+  double seed_relative_sd = 0;      // pooled relative seed-to-seed standard deviation of steps
+  double lack_of_fit_relative_sd = 0;  // of the batch-size means beyond the seed noise
+  double max_resolution = 0;        // the coarsest evaluation cadence among the points
 
   double StepsAt(double batch_size) const;     // S_min (1 + B_crit / B)
   double ExamplesAt(double batch_size) const;  // E_min (1 + B / B_crit)
@@ -63,10 +79,14 @@ struct CritFit {
 
 // InvalidArgument for non-positive inputs; FailedPrecondition for fewer than 3 distinct batch
 // sizes, or when the data show no trade-off (fitted S_min <= 0: B_crit lies beyond the largest
-// batch size; fitted E_min <= 0: steps do not fall with batch size).
+// batch size; fitted E_min <= 0: steps do not fall with batch size). The steps are fitted at the
+// middle of their quantisation interval, steps − (resolution − 1)/2. The intervals are
+// unavailable (Interval::unavailable says why) with one seed per batch size and only 3 batch
+// sizes (one residual degree of freedom), or when no resample differs from the fit.
 StatusOr<CritFit> FitCriticalBatch(const std::vector<StepsPoint>& points, const CritOptions& opt);
 
-// The per-seed observations of the best configuration at each batch size that reached the target.
+// The per-seed observations of the best configuration at each batch size that reached the target,
+// with the evaluation cadence each was resolved to.
 std::vector<StepsPoint> StepsPointsOf(const std::vector<BatchBest>& best);
 
 // The three regions of McCandlish et al. Fig. 1, with boundaries where the model is 10% from its

@@ -113,6 +113,18 @@ StatusOr<GnsEstimate> EstimateGns(const std::vector<GnsSample>& samples,
     reps.push_back(Ratio(tr, g2));  // the ratio of sums equals the ratio of means
   }
   est.b_simple = PercentileInterval(point, std::move(reps), options.confidence);
+  est.b_simple.method = fmt::format(
+      "percentile moving-block bootstrap over the window's {} measured steps (block {}): covers "
+      "step-to-step noise of this run, not seed-to-seed variation",
+      n, block);
+  if (n < 2) {
+    est.b_simple.MarkUnavailable(
+        "one measured step in the window: no spread to resample; widen the window or measure "
+        "more often (gns.every_steps)");
+  } else if (!(est.b_simple.high > est.b_simple.low)) {
+    est.b_simple.MarkUnavailable(
+        "every resample gave the same value (the measured steps show no spread)");
+  }
   return est;
 }
 

@@ -91,6 +91,7 @@ nlohmann::json OneJson(const Recommendation& r) {
   j["doubling_saving"] =
       r.doubling_saving ? nlohmann::json(*r.doubling_saving) : nlohmann::json(nullptr);
   j["sentence"] = RecommendationSentence(r);
+  if (r.projected) j["model_check"] = r.check;
   return j;
 }
 
@@ -220,6 +221,7 @@ Recommendation RecommendProjected(const ProjectionSection& projection, const Tar
   Recommendation r =
       Recommend(ProjectedCandidates(projection, target), crit, prefer, true, basis, target);
   r.profile = projection.profile.name;
+  r.check = projection.check.Sentence();
   return r;
 }
 
@@ -253,6 +255,7 @@ std::string RecommendationSentence(const Recommendation& r) {
                                                        : "least time x compute";
   s += fmt::format("; prefer {}: {} of {} {}configurations.", PreferenceName(r.prefer), why,
                    r.candidates, r.projected ? "projected " : "measured ");
+  if (r.projected && !r.check.empty()) s += " " + r.check;
   return s;
 }
 

@@ -88,6 +88,8 @@ struct Recommendation {
   double compute_ratio = 0;  // choice.compute / baseline.compute
   std::optional<double> b_crit;
   std::optional<double> doubling_saving;  // DoublingSaving(choice.batch_size, B_crit)
+  // A projection's model check (ModelCheck::Sentence), printed beside it.
+  std::string check;
 };
 
 Recommendation RecommendMeasured(const TargetSection& target, const CritSection& crit,

@@ -43,12 +43,17 @@ std::vector<std::string> Summary(const Study& s) {
   }
   if (s.crit.status.ok()) {
     const CritFit& f = s.crit.fit;
+    const std::string ci =
+        f.b_crit.available()
+            ? fmt::format("{:.0f}% CI {} to {}", 100 * f.b_crit.confidence, N(f.b_crit.low),
+                          N(f.b_crit.high))
+            : "interval unavailable: " + f.b_crit.unavailable;
     out.push_back(fmt::format(
-        "Critical batch size B_crit = {} ({:.0f}% CI {} to {}); S_min = {} steps, E_min = {} "
-        "samples.",
-        N(f.b_crit.value), 100 * f.b_crit.confidence, N(f.b_crit.low), N(f.b_crit.high),
-        N(f.s_min.value), N(f.e_min.value)));
-    if (const std::optional<double> t = s.crit.tokens_per_sequence) {
+        "Critical batch size B_crit = {} ({}); S_min = {} steps, E_min = {} samples.",
+        N(f.b_crit.value), ci, N(f.s_min.value), N(f.e_min.value)));
+    if (!f.b_crit.available()) {
+      // No interval to scale into tokens.
+    } else if (const std::optional<double> t = s.crit.tokens_per_sequence) {
       out.push_back(fmt::format(
           "In tokens ({} per sequence): B_crit = {} tokens per step ({:.0f}% CI {} to {}); "
           "E_min = {} tokens.",
@@ -82,10 +87,25 @@ std::vector<std::string> Summary(const Study& s) {
   if (!s.scaling.alpha_beta_status.ok()) {
     out.push_back("Alpha-beta fit: " + s.scaling.alpha_beta_status.message());
   } else {
-    out.push_back(fmt::format("Measured allreduce: alpha = {} s, beta = {} GB/s.",
-                              N(s.scaling.alpha_beta.alpha_seconds),
-                              N(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9)));
+    out.push_back(fmt::format(
+        "Measured allreduce: alpha = {} s, beta = {} GB/s{}.", N(s.scaling.alpha_beta.alpha_seconds),
+        N(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9),
+        s.scaling.alpha_beta.separated ? "" : " (bandwidth-only: one design)"));
   }
+  int flagged = 0, incomparable = 0;
+  for (const auto* rows : {&s.scaling.strong, &s.scaling.weak}) {
+    for (const ScalingRow& r : *rows) {
+      flagged += r.above_possible;
+      incomparable += !r.incomparable.empty();
+    }
+  }
+  if (flagged + incomparable > 0) {
+    out.push_back(fmt::format(
+        "Scaling: {} efficiency estimate(s) above 100% beyond their interval are shown as noise, "
+        "and {} have no baseline that ran under the same conditions (not results).",
+        flagged, incomparable));
+  }
+  if (s.projection.status.ok()) out.push_back(s.projection.check.Sentence());
   return out;
 }
 

@@ -217,9 +217,14 @@ std::optional<Chart> StepsChart(const Study& s) {
             {{"x", Quant("b_crit", "global batch size", true)},
              {"tooltip", json::array({{{"field", "b_crit"}, {"title", "B_crit"}}})}}}});
     }
-    parts.push_back(fmt::format(
-        "the fit S_min(1 + B_crit/B) (dashed) puts B_crit at {} ({} to {}; the red rule and band)",
-        N(f.b_crit.value), N(f.b_crit.low), N(f.b_crit.high)));
+    parts.push_back(
+        f.b_crit.available()
+            ? fmt::format("the fit S_min(1 + B_crit/B) (dashed) puts B_crit at {} ({} to {}; the "
+                          "red rule and band)",
+                          N(f.b_crit.value), N(f.b_crit.low), N(f.b_crit.high))
+            : fmt::format("the fit S_min(1 + B_crit/B) (dashed) puts B_crit at {} (the red rule; "
+                          "no interval: {})",
+                          N(f.b_crit.value), f.b_crit.unavailable));
   }
   if (!missed.empty()) {
     parts.push_back(fmt::format("{} run(s) stopped without reaching it", missed.size()));
@@ -467,7 +472,13 @@ std::optional<Chart> GnsChart(const Study& s) {
 std::optional<Chart> ScalingChart(const Study& s) {
   json rows = json::array();
   std::vector<int> ks;
+  int hidden = 0;
   for (const ScalingRow& r : s.scaling.strong) {
+    // Not results: no baseline under the same conditions, or above 100% beyond the interval.
+    if (!r.incomparable.empty() || r.above_possible) {
+      ++hidden;
+      continue;
+    }
     if (std::find(ks.begin(), ks.end(), r.world_size) == ks.end()) ks.push_back(r.world_size);
     const int64_t batch = r.group.rfind("B=", 0) == 0 ? std::atoll(r.group.c_str() + 2) : 0;
     rows.push_back({{"group", r.group},
@@ -475,6 +486,10 @@ std::optional<Chart> ScalingChart(const Study& s) {
                     {"batch_size", batch},
                     {"nodes", r.nodes},
                     {"efficiency", r.efficiency},
+                    {"low", r.efficiency_interval.available() ? r.efficiency_interval.low
+                                                               : r.efficiency},
+                    {"high", r.efficiency_interval.available() ? r.efficiency_interval.high
+                                                                : r.efficiency},
                     {"speedup", r.speedup},
                     {"throughput", r.throughput},
                     {"comm_fraction", r.comm_fraction},
@@ -498,22 +513,39 @@ std::optional<Chart> ScalingChart(const Study& s) {
                                        {{"field", "throughput"}, {"title", "samples/s"}},
                                        {{"field", "comm_fraction"}, {"format", ".2f"}}})}};
   spec["data"] = {{"values", rows}};
-  spec["layer"] = json::array({{{"name", "lines"}, {"mark", {{"type", "line"}}}, {"encoding", enc}},
+  json bars = {{"x", x},
+               {"y", Quant("low", "parallel efficiency", false)},
+               {"y2", {{"field", "high"}}},
+               {"color", ColorByBatch(s)}};
+  spec["layer"] = json::array({{{"name", "intervals"}, {"mark", {{"type", "rule"}}}, {"encoding", bars}},
+                               {{"name", "lines"}, {"mark", {{"type", "line"}}}, {"encoding", enc}},
                                {{"name", "points"},
                                 {"params", LegendToggle()},
                                 {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
                                 {"encoding", enc}}});
   const ScalingRow* worst = nullptr;
   for (const ScalingRow& r : s.scaling.strong) {
+    if (!r.incomparable.empty() || r.above_possible) continue;
     if (r.world_size > 1 && (worst == nullptr || r.efficiency < worst->efficiency)) worst = &r;
   }
+  bool comm_logged = false;
+  for (const RunTiming& t : s.scaling.timings) comm_logged = comm_logged || t.comm_seconds > 0;
+  const std::string comm =
+      worst == nullptr ? ""
+      : comm_logged    ? fmt::format(", where communication takes {}% of a step",
+                                     N(100 * worst->comm_fraction))
+                       : ", where communication was not measured (no run logged comm_seconds)";
   c.reading = worst != nullptr
-                  ? fmt::format(
-                        "The lowest efficiency is {} at K={} ({}), where communication "
-                        "takes {}% of a step.",
-                        N(worst->efficiency), worst->world_size, worst->group,
-                        N(100 * worst->comm_fraction))
+                  ? fmt::format("The lowest efficiency is {} at K={} ({}){}; the vertical bars are "
+                                "95% intervals from the step-time distributions.",
+                                N(worst->efficiency), worst->world_size, worst->group, comm)
                   : "Only one rank count was measured per batch size.";
+  if (hidden > 0) {
+    c.reading += fmt::format(
+        " {} estimate(s) are left out as not results (above 100% beyond their interval, or "
+        "without a baseline under the same conditions; see the scaling table).",
+        hidden);
+  }
   c.spec = spec;
   return c;
 }
@@ -573,9 +605,9 @@ std::optional<Chart> ProjectionChart(const Study& s) {
   });
   c.reading = fmt::format(
       "Projected on {}, the fastest of {} configurations is {} at {} s to target ({} on the "
-      "projected frontier).",
+      "projected frontier). {}",
       s.projection.profile.name, rows.size(), fast["tag"].get<std::string>(),
-      N(fast["seconds"].get<double>()), front.size());
+      N(fast["seconds"].get<double>()), front.size(), s.projection.check.Sentence());
   return c;
 }
 

@@ -48,6 +48,11 @@ struct RunData {
   std::string optimizer;        // "sgd", "momentum", "lars", ...
   std::string state;            // results::RunState name: "completed", "diverged", "failed", ...
   nlohmann::json comm;          // the resolved config's `comm` object (null: not stored)
+  // Where and when the current attempt ran (0: not recorded): the scaling section derives each
+  // run's load, the ranks running on its host while it ran, from these.
+  std::string host;
+  double started_at = 0;  // seconds since the epoch
+  double ended_at = 0;
   std::map<std::string, Series> metrics;
 
   // The series of `name`, or nullptr when the run never logged it.

@@ -128,6 +128,7 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
       if (!target.Met(m->values[i])) continue;
       hit.status = HitStatus::kReached;
       hit.step = m->steps[i];
+      hit.resolution = i > 0 ? m->steps[i] - m->steps[i - 1] : m->steps[i];
       const Series* samples = run.Metric("samples");
       hit.samples = samples && !samples->empty()
                         ? ValueAt(*samples, hit.step)
@@ -231,7 +232,11 @@ std::vector<BatchBest> BestPerBatchSize(const std::vector<TargetHit>& hits) {
       b.best_steps = steps;
       b.best_samples = samples;
       b.seed_steps.clear();
-      for (const TargetHit* h : seeds) b.seed_steps.push_back(static_cast<double>(h->step));
+      b.seed_resolution.clear();
+      for (const TargetHit* h : seeds) {
+        b.seed_steps.push_back(static_cast<double>(h->step));
+        b.seed_resolution.push_back(static_cast<double>(h->resolution));
+      }
     }
   }
   std::vector<BatchBest> v;

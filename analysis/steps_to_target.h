@@ -62,6 +62,9 @@ struct TargetHit {
   std::string lr_rule, optimizer;
   HitStatus status = HitStatus::kNoMetric;
   int64_t step = 0;    // the first step meeting the target
+  // Steps since the previous logged value of the target metric (the evaluation cadence; the
+  // first evaluation: its step): the target was crossed in (step − resolution, step].
+  int64_t resolution = 0;
   double samples = 0;  // samples processed up to it (the `samples` metric, else step × B)
   double seconds = 0;  // training seconds up to it (Σ step_seconds, else the `seconds` metric)
   double compute = 0;  // world_size × seconds (rank-seconds)
@@ -102,6 +105,7 @@ struct BatchBest {
   double best_steps = 0;           // mean steps over the best configuration's seeds
   double best_samples = 0;         // mean samples over them
   std::vector<double> seed_steps;  // steps of each seed of the best configuration
+  std::vector<double> seed_resolution;  // each seed's TargetHit::resolution, in seed_steps order
 };
 
 // One entry per batch size present in `hits`, in increasing batch size.

@@ -234,13 +234,14 @@ ParetoSection AnalyzePareto(const TargetSection& target) {
 
 ScalingSection AnalyzeScaling(const SweepData& sweep, const StudyOptions& options) {
   ScalingSection out;
-  out.timings = RunTimings(sweep.runs, options.skip_steps);
+  out.timings = RunTimings(sweep.runs, options.skip_steps, options.resamples, options.confidence,
+                           options.seed);
   if (options.parameters > 0) {
     for (RunTiming& t : out.timings) t.parameters = options.parameters;
   }
-  out.strong = StrongScaling(out.timings);
-  out.weak = WeakScaling(out.timings);
-  StatusOr<AlphaBetaFit> ab = FitRingAllreduce(AllreduceObservationsOf(out.timings));
+  out.strong = StrongScaling(out.timings, options.resamples, options.confidence, options.seed);
+  out.weak = WeakScaling(out.timings, options.resamples, options.confidence, options.seed);
+  StatusOr<AlphaBetaFit> ab = FitRingAllreduceOrBandwidth(AllreduceObservationsOf(out.timings));
   if (ab.ok()) {
     out.alpha_beta = *ab;
   } else {
@@ -279,6 +280,21 @@ ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection&
   for (const RunData& r : sweep.runs) {
     if (out.parameters == 0) out.parameters = r.parameters;
   }
+  // The step-time model of this machine (per model, measured α–β) and its check against the
+  // measured runs: what every projection is printed beside.
+  out.check = CheckStepModel(scaling.timings);
+  if (StatusOr<StepModel> m = FitStepModel(scaling.timings); m.ok()) out.model = *m;
+  std::set<std::pair<int, int64_t>> measured;
+  std::map<std::string, const RunTiming*> timing_of;  // run id -> its timing
+  double smallest_local = 0;
+  for (const RunTiming& t : scaling.timings) {
+    measured.insert({t.world_size, t.batch_size});
+    timing_of[t.run_id] = &t;
+    const double b = static_cast<double>(t.local_batch_size);
+    if (b > 0 && (smallest_local == 0 || b < smallest_local)) smallest_local = b;
+  }
+  out.min_local_batch =
+      options.min_local_batch > 0 ? static_cast<double>(options.min_local_batch) : smallest_local;
   if (out.parameters <= 0) {
     out.status = FailedPreconditionError(
         "the model size is unknown for this sweep's model; pass --parameters N (the `parameters` "
@@ -286,8 +302,19 @@ ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection&
     return out;
   }
   std::vector<StepsAtBatch> steps;
+  std::map<int64_t, ComputeModel> compute_at;
   for (const BatchBest& b : target.best) {
-    if (b.best) steps.push_back({b.batch_size, b.best_steps});
+    if (!b.best) continue;
+    steps.push_back({b.batch_size, b.best_steps});
+    // The compute model of the best configuration's own model, when it was timed.
+    auto t = timing_of.find(b.best->run_id);
+    if (t != timing_of.end()) {
+      if (const ComputeModel* c = out.model.ComputeForOneRankPerNode(t->second->strong_key)) {
+        ComputeModel m = *c;
+        m.speedup = options.device_speedup;
+        compute_at[b.batch_size] = m;
+      }
+    }
   }
   if (steps.empty()) {
     out.status = FailedPreconditionError(
@@ -295,7 +322,8 @@ ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection&
                     target.target.ToString()));
     return out;
   }
-  out.points = Project(out.compute, out.profile, out.parameters, steps, options.max_world_size);
+  out.points = Project(out.compute, out.profile, out.parameters, steps, options.max_world_size,
+                       out.min_local_batch, measured, compute_at);
   return out;
 }
 

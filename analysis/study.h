@@ -26,6 +26,7 @@
 #include "analysis/projection.h"
 #include "analysis/run_data.h"
 #include "analysis/scaling.h"
+#include "analysis/step_model.h"
 #include "analysis/steps_to_target.h"
 #include "base/status.h"
 
@@ -50,6 +51,9 @@ struct StudyOptions {
   int max_world_size = 1024;
   double device_speedup = 1;
   int64_t parameters = 0;  // model size override; 0 = from the runs
+  // Projected configurations never go below this local batch per rank unless measured;
+  // 0 = the smallest local batch the sweep measured.
+  int64_t min_local_batch = 0;
   // Recommendation: "time", "compute" or "balanced" (analysis/recommendation.h).
   std::string prefer = "balanced";
 };
@@ -153,8 +157,12 @@ ScalingSection AnalyzeScaling(const SweepData& sweep, const StudyOptions& option
 struct ProjectionSection {
   Status status;  // profile unknown, no timings, no model size, no target reached
   ClusterProfile profile;
-  ComputeModel compute;
+  ComputeModel compute;  // pooled over every measured run (the fallback of a batch size whose
+                         // best configuration's model has no timings)
+  StepModel model;       // per model, and this machine's α–β fit
+  ModelCheck check;      // the model against the measured runs: in-sample and held out
   int64_t parameters = 0;
+  double min_local_batch = 0;  // the floor on projected local batches (StudyOptions)
   std::vector<ProjectedPoint> points;
 };
 ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection& target,

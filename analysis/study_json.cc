@@ -12,11 +12,17 @@ using nlohmann::json;
 
 json Num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
+// Every estimate's interval with how it was computed; an unavailable one has null bounds and
+// says why (never a zero-width interval).
 json IntervalJson(const Interval& i) {
-  return {{"value", Num(i.value)},
-          {"low", Num(i.low)},
-          {"high", Num(i.high)},
-          {"confidence", i.confidence}};
+  json j = {{"value", Num(i.value)},
+            {"low", i.available() ? Num(i.low) : json(nullptr)},
+            {"high", i.available() ? Num(i.high) : json(nullptr)},
+            {"confidence", i.confidence},
+            {"available", i.available()},
+            {"method", i.method}};
+  if (!i.available()) j["unavailable"] = i.unavailable;
+  return j;
 }
 
 // `compute` is in the section's unit (compute_unit); rank_seconds and flops are both kept.
@@ -44,20 +50,69 @@ json HitJson(const TargetHit& h, ComputeUnit unit) {
 json ScalingRowsJson(const std::vector<ScalingRow>& rows) {
   json a = json::array();
   for (const ScalingRow& r : rows) {
-    a.push_back({{"group", r.group},
-                 {"config", r.config_key},
-                 {"world_size", r.world_size},
-                 {"nodes", r.nodes},
-                 {"runs", r.runs},
-                 {"samples_per_second", Num(r.throughput)},
-                 {"speedup", Num(r.speedup)},
-                 {"efficiency", Num(r.efficiency)},
-                 {"comm_fraction", Num(r.comm_fraction)}});
+    json row = {{"group", r.group},
+                {"config", r.config_key},
+                {"world_size", r.world_size},
+                {"nodes", r.nodes},
+                {"runs", r.runs},
+                {"samples_per_second", Num(r.throughput)},
+                {"speedup", Num(r.speedup)},
+                {"efficiency", Num(r.efficiency)},
+                {"efficiency_interval", IntervalJson(r.efficiency_interval)},
+                {"baseline_world_size", r.base_world_size},
+                {"load", Num(r.load)},
+                {"above_possible", r.above_possible},
+                {"comm_fraction", Num(r.comm_fraction)}};
+    // Not a result: no baseline under the same conditions, or above 100% beyond its interval.
+    row["result"] = r.incomparable.empty() && !r.above_possible;
+    if (!r.incomparable.empty()) row["incomparable"] = r.incomparable;
+    if (r.above_possible) {
+      row["flag"] = "above 100% beyond its interval: timing noise or unequal conditions, not a "
+                    "result";
+    }
+    a.push_back(row);
   }
   return a;
 }
 
 }  // namespace
+
+json ModelCheckJson(const ModelCheck& c) {
+  json out = {{"sentence", c.Sentence()}};
+  if (!c.status.ok()) {
+    out["error"] = c.status.message();
+    return out;
+  }
+  json rows = json::array();
+  for (const ModelCheckRow& r : c.rows) {
+    json j = {{"config", r.label},
+              {"world_size", r.world_size},
+              {"batch_size", r.batch_size},
+              {"local_batch_size", r.local_batch_size},
+              {"runs", r.runs},
+              {"measured_step_seconds", Num(r.measured)},
+              {"fitted_step_seconds", Num(r.fitted)},
+              {"fitted_error", Num(r.fitted_error)},
+              {"held_out_step_seconds", Num(r.held_out)},
+              {"held_out_error", Num(r.held_out_error)},
+              {"reproduced", r.reproduced}};
+    if (!r.held_out_note.empty()) j["held_out_note"] = r.held_out_note;
+    rows.push_back(j);
+  }
+  out["configurations"] = rows;
+  out["fitted_rms_error"] = Num(c.fitted_rms);
+  out["fitted_max_error"] = Num(c.fitted_max);
+  out["tolerance"] = Num(c.tolerance);
+  out["held_out"] = c.held_out;
+  out["held_out_median_error"] = Num(c.held_out_median);
+  out["held_out_max_error"] = Num(c.held_out_max);
+  out["goal"] = c.goal;
+  out["goal_met"] = c.goal_met;
+  out["method"] =
+      "leave-one-configuration-out: each measured (model, K, B) predicted by the model fitted on "
+      "every other configuration; errors relative to the measured mean step time";
+  return out;
+}
 
 json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_series) {
   json runs = json::array();
@@ -185,6 +240,10 @@ json CritJson(const CritSection& c) {
   }
   out["bootstrap"] = f.bootstrap;
   out["resamples"] = f.resamples;
+  out["seed_dof"] = f.seed_dof;
+  out["seed_relative_sd"] = Num(f.seed_relative_sd);
+  out["lack_of_fit_relative_sd"] = Num(f.lack_of_fit_relative_sd);
+  out["max_eval_resolution"] = Num(f.max_resolution);
   out["points"] = f.points;
   out["batch_sizes"] = f.batch_sizes;
   out["rms_relative_residual"] = Num(f.rms_relative_residual);
@@ -195,6 +254,7 @@ json CritJson(const CritSection& c) {
                    {"steps", r.steps},
                    {"fitted", Num(r.fitted)},
                    {"relative", Num(r.relative)},
+                   {"resolution", Num(r.resolution)},
                    {"region", RegionName(RegionOf(r.batch_size, f.b_crit.value))}});
   }
   out["residuals"] = res;
@@ -220,6 +280,11 @@ json ScalingJson(const ScalingSection& s) {
                     {"local_batch_size", t.local_batch_size},
                     {"steps", t.steps},
                     {"step_seconds", Num(t.step_seconds)},
+                    {"step_seconds_interval", IntervalJson(t.step_interval)},
+                    {"host", t.host},
+                    {"load", Num(t.load)},
+                    {"cpus", t.cpus > 0 ? json(t.cpus) : json(nullptr)},
+                    {"load_avg", t.cpus > 0 ? Num(t.load_avg) : json(nullptr)},
                     {"comm_seconds", Num(t.comm_seconds)},
                     {"samples_per_second", Num(t.throughput)},
                     {"comm_fraction", Num(t.comm_fraction)},
@@ -231,7 +296,12 @@ json ScalingJson(const ScalingSection& s) {
     out["alpha_beta"] = {{"alpha_seconds", Num(s.alpha_beta.alpha_seconds)},
                          {"beta_bytes_per_second", Num(s.alpha_beta.bandwidth_bytes_per_second)},
                          {"rms_residual_seconds", Num(s.alpha_beta.rms_residual_seconds)},
-                         {"observations", s.alpha_beta.observations}};
+                         {"observations", s.alpha_beta.observations},
+                         {"designs", s.alpha_beta.designs},
+                         {"separated", s.alpha_beta.separated},
+                         {"method", s.alpha_beta.separated
+                                        ? "least squares of the ring model, alpha >= 0, 1/beta >= 0"
+                                        : "one (K, bytes) design: bandwidth-only fit, alpha = 0"}};
   } else {
     out["alpha_beta"] = {{"error", s.alpha_beta_status.message()}};
   }
@@ -251,7 +321,21 @@ json ProjectionJson(const ProjectionSection& p) {
   out["compute"] = {{"seconds_per_sample", Num(p.compute.seconds_per_sample)},
                     {"seconds_per_step", Num(p.compute.seconds_per_step)},
                     {"runs", p.compute.runs},
+                    {"rms_relative_residual", Num(p.compute.rms_relative_residual)},
                     {"device_speedup", Num(p.compute.speedup)}};
+  json models = json::array();
+  for (const auto& [key, m] : p.model.compute) {
+    models.push_back({{"model", key},
+                      {"seconds_per_sample", Num(m.seconds_per_sample)},
+                      {"seconds_per_step", Num(m.seconds_per_step)},
+                      {"floor_local_batch", Num(m.min_local_batch)},
+                      {"local_batches", m.local_batches},
+                      {"runs", m.runs},
+                      {"rms_relative_residual", Num(m.rms_relative_residual)}});
+  }
+  out["compute_models"] = models;
+  out["min_local_batch"] = Num(p.min_local_batch);
+  out["check"] = ModelCheckJson(p.check);
   out["parameters"] = p.parameters;
   out["compute_unit"] = "rank-seconds";
   json pts = json::array();
@@ -264,7 +348,8 @@ json ProjectionJson(const ProjectionSection& p) {
                    {"steps", Num(x.steps)},
                    {"time_to_target", Num(x.time_to_target)},
                    {"compute", Num(x.compute)},  // rank-seconds: the projection models time
-                   {"on_frontier", x.on_frontier}});
+                   {"on_frontier", x.on_frontier},
+                   {"measured_here", x.measured}});
   }
   out["points"] = pts;
   return out;

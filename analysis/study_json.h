@@ -19,6 +19,8 @@ nlohmann::json CritJson(const CritSection& crit);
 nlohmann::json ParetoJson(const ParetoSection& pareto);
 nlohmann::json ScalingJson(const ScalingSection& scaling);
 nlohmann::json ProjectionJson(const ProjectionSection& projection);
+// The step-time model's check against the measured runs (in-sample and held out).
+nlohmann::json ModelCheckJson(const ModelCheck& check);
 
 }  // namespace batchlab::analysis
 

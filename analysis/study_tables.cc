@@ -1,6 +1,8 @@
 // Tables of the study sections (see study_tables.h).
 #include "analysis/study_tables.h"
 
+#include <cmath>
+
 #include <fmt/core.h>
 
 namespace batchlab::analysis {
@@ -12,6 +14,9 @@ namespace {
 std::string N(double v) { return results::ExactNumber(v); }
 std::string I(int64_t v) { return std::to_string(v); }
 std::string Pct(double v) { return results::ExactNumber(100 * v) + "%"; }
+// An interval's bound, or "unavailable" (its reason is in the table's notes).
+std::string Low(const Interval& i) { return i.available() ? N(i.low) : "unavailable"; }
+std::string High(const Interval& i) { return i.available() ? N(i.high) : "unavailable"; }
 
 std::string Window(const StudyOptions& o) {
   const auto [from, to] = GnsWindow(o);
@@ -139,20 +144,20 @@ std::vector<Table> CritTables(const CritSection& crit) {
     return {fit};
   }
   const CritFit& f = crit.fit;
-  fit.rows.push_back({"S_min (steps)", N(f.s_min.value), N(f.s_min.low), N(f.s_min.high)});
-  fit.rows.push_back({"E_min (samples)", N(f.e_min.value), N(f.e_min.low), N(f.e_min.high)});
-  fit.rows.push_back(
-      {"B_crit = E_min/S_min", N(f.b_crit.value), N(f.b_crit.low), N(f.b_crit.high)});
+  fit.rows.push_back({"S_min (steps)", N(f.s_min.value), Low(f.s_min), High(f.s_min)});
+  fit.rows.push_back({"E_min (samples)", N(f.e_min.value), Low(f.e_min), High(f.e_min)});
+  fit.rows.push_back({"B_crit = E_min/S_min", N(f.b_crit.value), Low(f.b_crit), High(f.b_crit)});
   if (crit.b_simple) {
     fit.rows.push_back({"B_simple (median over runs)", N(*crit.b_simple), "", ""});
     fit.rows.push_back({"B_simple / B_crit", N(*crit.b_simple_ratio), "", ""});
   }
   if (const std::optional<double> t = crit.tokens_per_sequence) {  // a language model's sweep
     const auto tokens = [&](double v) { return N(*t * v); };
+    const auto lo = [&](const Interval& i) { return i.available() ? tokens(i.low) : Low(i); };
+    const auto hi = [&](const Interval& i) { return i.available() ? tokens(i.high) : High(i); };
+    fit.rows.push_back({"E_min (tokens)", tokens(f.e_min.value), lo(f.e_min), hi(f.e_min)});
     fit.rows.push_back(
-        {"E_min (tokens)", tokens(f.e_min.value), tokens(f.e_min.low), tokens(f.e_min.high)});
-    fit.rows.push_back({"B_crit (tokens per step)", tokens(f.b_crit.value), tokens(f.b_crit.low),
-                        tokens(f.b_crit.high)});
+        {"B_crit (tokens per step)", tokens(f.b_crit.value), lo(f.b_crit), hi(f.b_crit)});
     if (crit.b_simple) fit.rows.push_back({"B_simple (tokens)", tokens(*crit.b_simple), "", ""});
     fit.notes.push_back(fmt::format(
         "Every run stored tokens_per_step on its start line: {} tokens per sequence (sample), so "
@@ -161,10 +166,15 @@ std::vector<Table> CritTables(const CritSection& crit) {
   }
   fit.notes.push_back(fmt::format(
       "Fit of S = S_min (1 + B_crit/B), linear in 1/B with weights 1/S^2 (McCandlish et al. 2018 "
-      "section 2.3), over {} points at {} batch sizes; {:.0f}% bootstrap over {} ({} resamples); "
-      "RMS relative residual {}.",
-      f.points, f.batch_sizes, 100 * f.b_crit.confidence, f.bootstrap, f.resamples,
-      Pct(f.rms_relative_residual)));
+      "section 2.3), over {} points at {} batch sizes (each at the middle of its evaluation "
+      "interval); RMS relative residual {}.",
+      f.points, f.batch_sizes, Pct(f.rms_relative_residual)));
+  if (f.b_crit.available()) {
+    fit.notes.push_back(fmt::format("{:.0f}% interval: {} ({} resamples).",
+                                    100 * f.b_crit.confidence, f.b_crit.method, f.resamples));
+  } else {
+    fit.notes.push_back("Interval unavailable: " + f.b_crit.unavailable + ".");
+  }
   if (f.b_crit_outside_sweep) {
     fit.notes.push_back("B_crit lies outside the swept batch sizes: it is an extrapolation.");
   }
@@ -211,40 +221,98 @@ std::vector<Table> ParetoTables(const ParetoSection& p) {
 }
 
 std::vector<Table> ScalingTables(const ScalingSection& s) {
-  auto rows_of = [](const std::vector<ScalingRow>& rows, Table& t) {
+  int flagged = 0, incomparable = 0;
+  auto rows_of = [&](const std::vector<ScalingRow>& rows, Table& t) {
     for (const ScalingRow& r : rows) {
+      const Interval& iv = r.efficiency_interval;
+      const bool own = r.base_world_size == r.world_size;  // the baseline's own row
+      std::string eff = Pct(r.efficiency), low, high, flag;
+      if (!own && iv.available()) {
+        low = Pct(iv.low);
+        high = Pct(iv.high);
+      }
+      if (!r.incomparable.empty()) {
+        eff = low = high = "";  // not a result
+        flag = "not comparable: " + r.incomparable;
+        ++incomparable;
+      } else if (r.above_possible) {
+        eff = low = high = "";  // above what is possible beyond its interval: not a result
+        flag = fmt::format("noise: {} is above 100% beyond its interval", Pct(r.efficiency));
+        ++flagged;
+      } else if (!own && !iv.available()) {
+        flag = "interval unavailable: " + iv.unavailable;
+      }
       t.rows.push_back({r.group, r.config_key, I(r.world_size), I(r.nodes), I(r.runs),
-                        N(r.throughput), N(r.speedup), Pct(r.efficiency), Pct(r.comm_fraction)});
+                        N(r.throughput), N(r.speedup), eff, low, high,
+                        r.base_world_size > 0 ? I(r.base_world_size) : "",
+                        r.load > 0 ? N(r.load) : "", Pct(r.comm_fraction), flag});
     }
   };
-  const std::vector<std::string> cols = {"group",   "config",     "world_size",
-                                         "nodes",   "runs",       "samples_per_s",
-                                         "speedup", "efficiency", "comm_fraction"};
+  const std::vector<std::string> cols = {
+      "group",      "config",          "world_size", "nodes",      "runs",
+      "samples_per_s", "speedup",      "efficiency", "efficiency_low", "efficiency_high",
+      "baseline_K", "load",            "comm_fraction", "flag"};
   Table strong{"scaling_strong", "Strong scaling (fixed global batch)", cols, {}, {}};
   rows_of(s.strong, strong);
   Table weak{"scaling_weak", "Weak scaling (fixed local batch)", cols, {}, {}};
   rows_of(s.weak, weak);
-  strong.notes.push_back(
-      "speedup = X(K)/X(K0), efficiency = speedup/(K/K0), X = samples/s, K0 = the smallest "
-      "world size of the group.");
+  for (Table* t : {&strong, &weak}) {
+    t->notes.push_back(
+        "speedup = X(K)/X(K0), efficiency = speedup/(K/K0), X = samples/s, K0 (baseline_K) = the "
+        "smallest world size of the group that ran under the same conditions (same host; both "
+        "or neither oversubscribed, i.e. more ranks running than cores; oversubscribed runs "
+        "with loads within 25%); load = mean ranks running on the host "
+        "while the runs ran. The interval: percentile bootstrap of the step-time distributions "
+        "(moving blocks over each run's steps, and over the runs when several): efficiency_low to "
+        "efficiency_high. A row with a flag is not a result: its efficiency is left empty.");
+  }
+  if (flagged > 0) {
+    strong.notes.push_back(fmt::format(
+        "{} efficiency estimate(s) lie above 100% beyond their interval: more than K/K0 times the "
+        "baseline's throughput is not possible from adding ranks, so they are shown as noise "
+        "(timing noise, or conditions the load does not capture), not as results.",
+        flagged));
+  }
+  if (incomparable > 0) {
+    strong.notes.push_back(fmt::format(
+        "{} row(s) have no baseline that ran under the same conditions: no efficiency is given "
+        "(see `batchlab analyze scaling --format json`, field incomparable, for why); run the "
+        "sweep with --slots so that runs do not share cores unevenly.",
+        incomparable));
+  }
   Table runs{"scaling_runs",
              "Measured step timings per run",
              {"run_id", "run", "world_size", "batch_size", "local_batch", "steps", "step_s",
-              "comm_s", "samples_per_s", "comm_fraction", "bus_bw_GB_s"},
+              "step_s_low", "step_s_high", "comm_s", "samples_per_s", "comm_fraction",
+              "bus_bw_GB_s", "load", "cpus"},
              {},
              {}};
   for (const RunTiming& t : s.timings) {
+    const Interval& si = t.step_interval;
     runs.rows.push_back({t.run_id, t.label, I(t.world_size), I(t.batch_size), I(t.local_batch_size),
-                         I(t.steps), N(t.step_seconds), N(t.comm_seconds), N(t.throughput),
-                         Pct(t.comm_fraction),
-                         t.bus_bandwidth > 0 ? N(t.bus_bandwidth / 1e9) : ""});
+                         I(t.steps), N(t.step_seconds), si.available() ? N(si.low) : "",
+                         si.available() ? N(si.high) : "",
+                         N(t.comm_seconds), N(t.throughput), Pct(t.comm_fraction),
+                         t.bus_bandwidth > 0 ? N(t.bus_bandwidth / 1e9) : "",
+                         t.load > 0 ? N(t.load) : "", t.cpus > 0 ? I(t.cpus) : ""});
+  }
+  bool comm_logged = false;
+  for (const RunTiming& t : s.timings) comm_logged = comm_logged || t.comm_seconds > 0;
+  if (!s.timings.empty() && !comm_logged) {
+    runs.notes.push_back(
+        "No run logged comm_seconds: communication was not measured (not measured as 0). The "
+        "runner and the Python client's DDP hook log it; a program of its own should too.");
   }
   if (s.alpha_beta_status.ok()) {
     runs.notes.push_back(fmt::format(
         "Ring-allreduce fit t = 2(K-1) alpha + 2(K-1)/K n/beta over {} runs: alpha = {} s, beta = "
-        "{} GB/s, RMS residual {} s.",
+        "{} GB/s, RMS residual {} s{}.",
         s.alpha_beta.observations, N(s.alpha_beta.alpha_seconds),
-        N(s.alpha_beta.bandwidth_bytes_per_second / 1e9), N(s.alpha_beta.rms_residual_seconds)));
+        N(s.alpha_beta.bandwidth_bytes_per_second / 1e9), N(s.alpha_beta.rms_residual_seconds),
+        s.alpha_beta.separated
+            ? ""
+            : " (one (K, model size) design: a bandwidth-only fit with alpha = 0; sweep more node "
+              "counts to separate latency from bandwidth)"));
   } else {
     runs.notes.push_back("Ring-allreduce alpha-beta fit: " + s.alpha_beta_status.message());
   }
@@ -255,7 +323,7 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
   Table t{"projection",
           "PROJECTION (a model, not a measurement): " + p.profile.name,
           {"world_size", "batch_size", "compute_s", "comm_s", "step_s", "steps", "time_to_target_s",
-           "compute_rank_s", "frontier"},
+           "compute_rank_s", "frontier", "measured_here"},
           {},
           {}};
   if (!p.status.ok()) {
@@ -265,18 +333,47 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
   for (const ProjectedPoint& x : p.points) {
     t.rows.push_back({I(x.world_size), I(x.batch_size), N(x.compute_seconds), N(x.comm_seconds),
                       N(x.step_seconds), N(x.steps), N(x.time_to_target), N(x.compute),
-                      x.on_frontier ? "yes" : ""});
+                      x.on_frontier ? "yes" : "", x.measured ? "yes" : ""});
+  }
+  t.notes.push_back(p.check.Sentence());
+  if (p.min_local_batch > 0) {
+    t.notes.push_back(fmt::format(
+        "No projected configuration has fewer than {} samples per rank unless it was measured "
+        "(--min-local-batch; default: the smallest local batch measured); per-rank compute below "
+        "the smallest measured local batch is held at its measured cost (the model's floor).",
+        N(p.min_local_batch)));
   }
   t.notes.push_back(fmt::format(
-      "t_step = c B/K + o + 2(K-1) alpha + 2(K-1)/K n/beta with c = {} s/sample and o = {} s/step "
-      "fitted on {} measured runs (device speedup {}), n = {} bytes ({} fp32 parameters), and "
+      "t_step = c max(B/K, b_floor) + o + 2(K-1) alpha + 2(K-1)/K n/beta with c and o fitted per "
+      "model (pooled over all: c = {} s/sample and o = {} s/step on {} measured runs; device "
+      "speedup {}), n = {} bytes ({} fp32 parameters), and "
       "profile {}: alpha = {} s, beta = {} GB/s ({}). Source: {}. Time to target = best measured "
       "steps at B x t_step; compute = K x time. No overlap of communication with compute.",
       N(p.compute.seconds_per_sample), N(p.compute.seconds_per_step), p.compute.runs,
       N(p.compute.speedup), N(GradientBytes(p.parameters)), p.parameters, p.profile.name,
       N(p.profile.alpha_seconds), N(p.profile.bandwidth_bytes_per_second / 1e9),
       p.profile.description, p.profile.source));
-  return {t};
+  Table check{"projection_check",
+              "Step-time model against the measured runs (fitted and held out)",
+              {"config", "world_size", "batch_size", "local_batch", "runs", "measured_step_s",
+               "fitted_step_s", "fitted_error", "held_out_step_s", "held_out_error", "reproduced"},
+              {},
+              {}};
+  for (const ModelCheckRow& r : p.check.rows) {
+    check.rows.push_back({r.label, I(r.world_size), I(r.batch_size), I(r.local_batch_size),
+                          I(r.runs), N(r.measured), N(r.fitted), Pct(r.fitted_error),
+                          std::isfinite(r.held_out) ? N(r.held_out) : "",
+                          std::isfinite(r.held_out_error) ? Pct(r.held_out_error)
+                                                          : r.held_out_note,
+                          r.reproduced ? "yes" : "no"});
+  }
+  check.notes.push_back(p.check.Sentence());
+  check.notes.push_back(
+      "fitted = the model fitted on every measured configuration (compute per model + this "
+      "machine's alpha-beta fit); held_out = the model fitted without this configuration "
+      "(leave-one-configuration-out cross-validation). reproduced: |fitted_error| within the "
+      "tolerance max(2 x RMS, 5%).");
+  return {t, check};
 }
 
 }  // namespace batchlab::analysis

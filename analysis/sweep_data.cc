@@ -77,7 +77,9 @@ std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
                                 "gns_b_small", "gns_b_big", "gns_sq_small", "gns_sq_big",
                                 "test_accuracy", "test_loss",
                                 // the synchronization modes (sync_modes.h)
-                                "wait_seconds", "staleness", "effective_batch"};
+                                "wait_seconds", "staleness", "effective_batch",
+                                // the host's state a program reported (clients/python)
+                                "cpus", "load_avg"};
   if (std::find(m.begin(), m.end(), target_metric) == m.end()) m.push_back(target_metric);
   return m;
 }
@@ -114,6 +116,9 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
     r.parameters = row.parameters.value_or(0);
     r.tokens_per_step = row.tokens_per_step.value_or(0);
     r.flops_per_step = row.flops_per_step.value_or(0);
+    r.host = std::move(row.host);
+    r.started_at = row.started_at.value_or(0);
+    r.ended_at = row.ended_at.value_or(0);
     const nlohmann::json config = nlohmann::json::parse(row.config_json, nullptr, false);
     if (sweep.target.empty()) sweep.target = TargetText(config);
     r.comm = CommOf(config);

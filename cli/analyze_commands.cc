@@ -63,6 +63,10 @@ void AddStudyFlags(CLI::App& cmd, analysis::StudyOptions& o, unsigned groups) {
                    "How many times faster the projected device computes than this machine")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    cmd.add_option("--min-local-batch", o.min_local_batch,
+                   "Smallest local batch per rank a projection may use unless it was measured "
+                   "(default: the smallest measured)")
+        ->check(CLI::NonNegativeNumber);
   }
   if (groups & kPreferFlag) {
     cmd.add_option("--prefer", o.prefer,
@@ -258,8 +262,9 @@ void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
        "Synchronization modes side by side: steps, time and compute to the target, wait, "
        "staleness, effective batch (with and without a straggler)",
        kTargetFlag},
-      {"scaling", "Throughput, strong/weak scaling efficiency, comm fraction, alpha-beta fit",
-       kTimingFlags},
+      {"scaling",
+       "Throughput, strong/weak scaling efficiency with intervals, comm fraction, alpha-beta fit",
+       kTimingFlags | kBootstrapFlags},
       {"project", "MODEL: time per step and to target on K = 1..1024 nodes of a cluster profile",
        kTargetFlag | kTimingFlags | kProjectionFlags},
       {"recommend",

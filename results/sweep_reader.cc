@@ -104,7 +104,7 @@ StatusOr<std::vector<SweepRunRow>> SweepReader::Runs() {
       Statement st,
       db_->Prepare("SELECT s.run_key, s.run_id, s.state, s.batch_size, s.nodes, s.world_size, "
                    "s.local_batch_size, s.seed, s.optimizer, s.lr_rule, r.config_json, "
-                   "s.parameters, s.tokens_per_step, s.flops_per_step "
+                   "s.parameters, s.tokens_per_step, s.flops_per_step, s.host, s.started_at, s.ended_at "
                    "FROM run_summary s JOIN runs r ON r.run_key = s.run_key "
                    "WHERE s.sweep_id = ?1 ORDER BY s.ordinal"));
   st.BindInt(1, sweep_id_);
@@ -127,6 +127,9 @@ StatusOr<std::vector<SweepRunRow>> SweepReader::Runs() {
     r.parameters = st.ColumnOptionalInt(11);
     r.tokens_per_step = st.ColumnOptionalInt(12);
     r.flops_per_step = st.ColumnOptionalDouble(13);
+    r.host = st.ColumnText(14);
+    r.started_at = st.ColumnOptionalDouble(15);
+    r.ended_at = st.ColumnOptionalDouble(16);
     out.push_back(std::move(r));
   }
   return out;

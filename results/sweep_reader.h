@@ -33,6 +33,10 @@ struct SweepRunRow {
   // The facts of the runner's `start` line (docs/schema.md, `runs`): unknown = nullopt.
   std::optional<int64_t> parameters, tokens_per_step;
   std::optional<double> flops_per_step;
+  // Where and when the run's current attempt ran (the orchestrator's records): what the
+  // analysis derives each run's load from (co-running ranks on its host).
+  std::string host;
+  std::optional<double> started_at, ended_at;
 };
 
 // One swept value of a run, as JSON text: integers and reals as numbers, text quoted.

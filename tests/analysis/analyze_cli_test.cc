@@ -137,7 +137,16 @@ TEST_F(AnalyzeCliTest, ProjectionIsLabelledAndUsesTheProfile) {
   EXPECT_TRUE(p["model"].get<bool>());
   EXPECT_NEAR(p["compute"]["seconds_per_sample"].get<double>(), truth_.c, 1e-9);
   EXPECT_NEAR(p["compute"]["seconds_per_step"].get<double>(), truth_.o, 1e-9);
-  EXPECT_EQ(p["points"].size(), 5u * 4u);  // 5 batch sizes × K = 1, 2, 4, 8
+  // 5 batch sizes × K = 1, 2, 4, 8, but B=32 on 8 ranks (4 per rank) is below the smallest local
+  // batch measured (8: B=32 on 4 ranks) and was not run, so it is not projected.
+  EXPECT_EQ(p["min_local_batch"].get<double>(), 8);
+  EXPECT_EQ(p["points"].size(), 5u * 4u - 1u);
+  // Exact synthetic timings: the model reproduces every measured configuration, also held out.
+  const auto& check = p["check"];
+  EXPECT_TRUE(check["goal_met"].get<bool>()) << check.dump(2);
+  EXPECT_EQ(check["held_out"], 15) << check.dump(2);  // 5 batch sizes x K = 1, 2, 4
+  EXPECT_LT(check["held_out_max_error"].get<double>(), 1e-6) << check.dump(2);
+  EXPECT_LT(check["fitted_max_error"].get<double>(), 1e-6) << check.dump(2);
 }
 
 TEST_F(AnalyzeCliTest, ParetoListsFrontierRuns) {

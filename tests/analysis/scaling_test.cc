@@ -2,6 +2,7 @@
 #include "analysis/scaling.h"
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -108,6 +109,136 @@ TEST(ScalingTest, StrongAndWeakSpeedupAndEfficiency) {
   EXPECT_EQ(weak[0].group, "b_local=256");
   EXPECT_EQ(weak[1].world_size, 2);
   EXPECT_NEAR(weak[1].efficiency, 0.8, 1e-12);
+}
+
+// A run of `steps` steps whose step times are i.i.d. normal around `mean` (relative sd `noise`).
+RunData NoisyRun(const std::string& id, int64_t batch, int world, double mean, double noise,
+                 std::mt19937_64& rng, int steps = 40) {
+  RunData r = TimedRun(id, batch, world, mean, 0.0);
+  std::normal_distribution<double> n(0, noise);
+  Series step;
+  for (int64_t s = 1; s <= steps; ++s) {
+    step.steps.push_back(s);
+    step.values.push_back(mean * (1 + n(rng)));
+  }
+  r.metrics["step_seconds"] = step;
+  r.metrics.erase("comm_seconds");
+  return r;
+}
+
+TEST(ScalingIntervalTest, EfficiencyIntervalCoversTheTruthAndNeverClaimsTheImpossible) {
+  // Truth: K=1 at 1.0 s per step, K=2 at 0.6 s: efficiency (1/0.6)/2 = 0.8333. Over 100 synthetic
+  // pairs with 10% step-to-step noise the 95% interval must cover it about 95 times.
+  const double truth = 1.0 / 0.6 / 2;
+  std::mt19937_64 rng(11);
+  int covered = 0, flagged = 0;
+  for (int e = 0; e < 100; ++e) {
+    std::vector<RunData> runs = {NoisyRun("a", 256, 1, 1.0, 0.10, rng),
+                                 NoisyRun("b", 256, 2, 0.6, 0.10, rng)};
+    std::vector<ScalingRow> rows = StrongScaling(RunTimings(runs, 0), 300, 0.95, e + 1);
+    ASSERT_EQ(rows.size(), 2u);
+    const Interval& iv = rows[1].efficiency_interval;
+    ASSERT_TRUE(iv.available()) << iv.unavailable;
+    covered += iv.Contains(truth);
+    flagged += rows[1].above_possible;
+  }
+  std::printf("efficiency interval coverage: %d of 100\n", covered);
+  EXPECT_GE(covered, 85);
+  EXPECT_LE(covered, 100);
+  EXPECT_EQ(flagged, 0);
+}
+
+TEST(ScalingIntervalTest, AboveOneHundredPercentBeyondTheIntervalIsFlagged) {
+  std::mt19937_64 rng(5);
+  // K=2 at 0.4 s vs K=1 at 1.0 s: 125% efficiency, far beyond its interval: not a result.
+  std::vector<RunData> runs = {NoisyRun("a", 256, 1, 1.0, 0.02, rng),
+                               NoisyRun("b", 256, 2, 0.4, 0.02, rng)};
+  std::vector<ScalingRow> rows = StrongScaling(RunTimings(runs, 0));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NEAR(rows[1].efficiency, 1.25, 0.02);
+  EXPECT_GT(rows[1].efficiency_interval.low, 1.0);
+  EXPECT_TRUE(rows[1].above_possible);
+  EXPECT_FALSE(rows[0].above_possible);
+
+  // At 0.5 s with 30% noise over 10 steps, 100% lies inside the interval: a result, not flagged.
+  std::vector<RunData> noisy = {NoisyRun("c", 256, 1, 1.0, 0.3, rng, 10),
+                                NoisyRun("d", 256, 2, 0.48, 0.3, rng, 10)};
+  rows = StrongScaling(RunTimings(noisy, 0));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_LT(rows[1].efficiency_interval.low, 1.0);
+  EXPECT_FALSE(rows[1].above_possible);
+}
+
+TEST(ScalingIntervalTest, LoadFromRecordedTimesAndBaselinesUnderTheSameConditions) {
+  std::mt19937_64 rng(3);
+  auto at = [&](RunData r, double start, double end) {
+    r.host = "node1";
+    r.started_at = start;
+    r.ended_at = end;
+    return r;
+  };
+  // B=256: a 1-rank run beside another 1-rank run (load 2), then a 2-rank run alone (load 2).
+  // B=128: a 1-rank run beside two others (load 3), then a 2-rank run alone (load 2).
+  std::vector<RunData> runs = {at(NoisyRun("a", 256, 1, 1.0, 0.05, rng), 100, 110),
+                               at(NoisyRun("b", 64, 1, 0.3, 0.05, rng), 100, 110),
+                               at(NoisyRun("c", 256, 2, 0.6, 0.05, rng), 110, 120),
+                               at(NoisyRun("d", 128, 1, 0.5, 0.05, rng), 120, 130),
+                               at(NoisyRun("f", 32, 1, 0.2, 0.05, rng), 120, 130),
+                               at(NoisyRun("g", 16, 1, 0.2, 0.05, rng), 120, 130),
+                               at(NoisyRun("e", 128, 2, 0.3, 0.05, rng), 130, 140)};
+  std::vector<RunTiming> t = RunTimings(runs, 0);
+  ASSERT_EQ(t.size(), 7u);
+  const double loads[] = {2, 2, 2, 3, 3, 3, 2};
+  for (size_t i = 0; i < t.size(); ++i) EXPECT_DOUBLE_EQ(t[i].load, loads[i]) << t[i].run_id;
+
+  // Cores unknown: the other runs' ranks must agree, so neither 2-rank run has a baseline.
+  std::vector<ScalingRow> rows = StrongScaling(t);
+  ASSERT_EQ(rows.size(), 4u);  // B=128: K=1, 2; B=256: K=1, 2
+  EXPECT_EQ(rows[0].group, "B=128");
+  EXPECT_EQ(rows[1].world_size, 2);
+  EXPECT_NE(rows[1].incomparable.find("from other runs"), std::string::npos)
+      << rows[1].incomparable;
+  EXPECT_FALSE(rows[1].efficiency_interval.available());
+  EXPECT_EQ(rows[1].base_world_size, 0);  // and not its own baseline either
+  EXPECT_FALSE(rows[3].incomparable.empty());
+
+  // 2 cores: at B=256 every rank had a core of its own in both runs (load 2 on 2 cores), so they
+  // compare; at B=128 the 1-rank run shared 2 cores with 2 other ranks (oversubscribed) and the
+  // 2-rank run did not, so they do not.
+  for (RunTiming& x : t) x.cpus = 2;
+  rows = StrongScaling(t);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_NE(rows[1].incomparable.find("oversubscribed"), std::string::npos)
+      << rows[1].incomparable;
+  EXPECT_EQ(rows[3].group, "B=256");
+  EXPECT_EQ(rows[3].base_world_size, 1);
+  EXPECT_TRUE(rows[3].incomparable.empty()) << rows[3].incomparable;
+  EXPECT_NEAR(rows[3].efficiency, 1.0 / 0.6 / 2, 0.03);
+  EXPECT_TRUE(rows[3].efficiency_interval.Contains(rows[3].efficiency));
+
+  // Both oversubscribed: comparable only with loads within 25%.
+  t[0].load = 3;
+  t[2].load = 3.5;
+  EXPECT_EQ(ConditionsDiffer(t[0], t[2]), "");
+  t[2].load = 4;
+  EXPECT_NE(ConditionsDiffer(t[0], t[2]), "");
+  t[0].host = "node2";
+  EXPECT_NE(ConditionsDiffer(t[0], t[2]).find("hosts"), std::string::npos);
+}
+
+TEST(AlphaBetaFitTest, OneDesignGivesABandwidthOnlyFit) {
+  // 1 and 2 ranks of one model: t = n/β at K=2 (α cannot be separated).
+  StatusOr<AlphaBetaFit> fit =
+      FitRingAllreduceOrBandwidth({{2, 4e6, 0.004}, {2, 4e6, 0.004}, {1, 4e6, 0}});
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_FALSE(fit->separated);
+  EXPECT_EQ(fit->designs, 1);
+  EXPECT_DOUBLE_EQ(fit->alpha_seconds, 0);
+  EXPECT_NEAR(fit->bandwidth_bytes_per_second, 1e9, 1);
+  EXPECT_NEAR(RingAllreduceSeconds(2, 4e6, 0, fit->bandwidth_bytes_per_second), 0.004, 1e-12);
+  StatusOr<AlphaBetaFit> none = FitRingAllreduceOrBandwidth({{1, 4e6, 0}});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("comm_seconds"), std::string::npos);
 }
 
 TEST(ScalingTest, RunsWithoutTimingsAreLeftOut) {

@@ -132,6 +132,35 @@ class TwoRankTest(TempDirTest):
             self.assertGreater(line["gns_sq_small"], line["gns_sq_big"])
         for r in results:
             self.assertLess(r["reference"]["max_param_diff"], 1e-5)
+        # The hook times the allreduce on every step, as the runner does (issue 26): the α–β
+        # fit and the scaling section need comm_seconds from users' programs too.
+        for s, line in steps.items():
+            with self.subTest(step=s):
+                self.assertIn("comm_seconds", line)
+                self.assertGreater(line["comm_seconds"], 0)
+                self.assertLess(line["comm_seconds"], line["step_seconds"])
+
+
+@unittest.skipIf(torch is None, "needs python3-torch")
+class CommTimingTest(unittest.TestCase):
+    def test_overlapping_buckets_count_once(self):
+        from batchlab.ddp import NoiseProbe
+        now = [0.0]
+        probe = NoiseProbe(run=None, clock=lambda: now[0])
+        self.assertIsNone(probe.take_comm())  # nothing synchronized: no comm_seconds
+        probe.launched()          # bucket 0 at t=0
+        now[0] = 1.0
+        probe.launched()          # bucket 1 at t=1, overlapping
+        now[0] = 3.0
+        probe.completed()         # t=3
+        now[0] = 4.0
+        probe.completed()         # t=4: in flight 0..4
+        now[0] = 10.0
+        probe.launched()          # an idle gap, then bucket 2 for 0.5 s
+        now[0] = 10.5
+        probe.completed()
+        self.assertAlmostEqual(probe.take_comm(), 4.5)
+        self.assertIsNone(probe.take_comm())  # reset for the next step
 
 
 @unittest.skipIf(torch is None, "needs python3-torch")

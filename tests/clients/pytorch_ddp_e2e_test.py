@@ -63,11 +63,36 @@ class PytorchDdpStudyTest(StudyTest):
                 self.assertEqual(r["world_size"], 2)
                 self.assertGreater(r["b_simple"]["value"], 0, r)
 
+        # Communication is measured for users' programs too (issue 26): the client's DDP hook
+        # writes comm_seconds on every 2-rank step, so the scaling section and the alpha-beta
+        # fit have something to fit (one design here: K=2 of one model, a bandwidth-only fit).
+        for launch in ("mpirun", "torchrun"):
+            comm = self.query("SELECT count(*), min(m.value) FROM run_metrics m JOIN run_summary "
+                              "s ON s.run_id = m.run_id WHERE s.sweep = ? AND m.name = "
+                              "'comm_seconds'", f"ddp-e2e-{launch}")
+            self.assertGreater(comm[0][0], 0, launch)
+            self.assertGreater(comm[0][1], 0, launch)
+            scaling = self.batchlab_json("analyze", "scaling", "--sweep", f"ddp-e2e-{launch}",
+                                         "--resamples", "100")["scaling"]
+            self.assertNotIn("error", scaling["alpha_beta"], scaling["alpha_beta"])
+            self.assertFalse(scaling["alpha_beta"]["separated"])
+            for r in scaling["runs"]:
+                self.assertGreater(r["comm_fraction"], 0, r)
+                self.assertGreater(r["cpus"], 0, r)
+        # The projection is printed with its check against the measured runs.
+        project = self.batchlab_json("analyze", "project", "--sweep", "ddp-e2e")
+        self.assertIn("held out", project["projection"]["check"]["sentence"])
+
         self.batchlab("report", "--sweep", "ddp-e2e", "--out", self.path("report"))
         with open(self.path("report/report.md"), encoding="utf-8") as f:
             report = f.read()
         self.assertIn("ddp-e2e", report)
-        self.assertIn("width", report)  # the user's params label the runs
+        # The runs are labelled by what the study sweeps (width is a fixed param here, so it does
+        # not label them; an earlier check for "width" only matched "bandwidth" in the alpha-beta
+        # fit's refusal).
+        self.assertIn("B=32 K=1", report)
+        self.assertIn("Model check:", report)
+        self.assertNotIn("CI nan", report)
 
 
 if __name__ == "__main__":

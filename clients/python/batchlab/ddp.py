@@ -15,7 +15,15 @@ Two batch sizes of the same step's gradient give the noise scale:
     # or, with your own backward:  run.watch(model); loss_fn(model(x), y).backward()
 
 Only measured steps (gns.every_steps) compute norms; other steps run the plain allreduce.
+
+The same hook times the allreduce on every step, as the runner does: a step's `comm_seconds` is
+the wall time during which at least one of its bucket allreduces was in flight (from the
+bucket's launch to its completion callback; overlapping buckets counted once), so the α–β fit,
+the scaling tables and the projection work for users' programs (docs/methods.md §5).
 """
+
+import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -25,10 +33,48 @@ from torch.nn.parallel import DistributedDataParallel
 class NoiseProbe:
     """The hook's state: per-bucket squared norms of the step being measured."""
 
-    def __init__(self, run):
+    def __init__(self, run, clock=time.perf_counter):
         self.run = run
         self.local = {}   # bucket index -> |local bucket|^2 (a 0-d tensor)
         self.merged = {}  # bucket index -> |averaged bucket|^2
+        self.clock = clock
+        # The allreduce time of the step in progress: the union of the buckets' in-flight
+        # intervals. Completion callbacks can run on another thread, hence the lock.
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._busy_since = None
+        self._comm = 0.0
+        self._timed = False
+
+    def launched(self):
+        """A bucket's allreduce starts now."""
+        with self._lock:
+            if self._in_flight == 0:
+                self._busy_since = self.clock()
+            self._in_flight += 1
+            self._timed = True
+
+    def completed(self):
+        """A bucket's allreduce completed now."""
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
+            if self._in_flight == 0 and self._busy_since is not None:
+                self._comm += self.clock() - self._busy_since
+                self._busy_since = None
+
+    def take_comm(self):
+        """This step's allreduce seconds (None if no bucket was synchronized) and resets."""
+        with self._lock:
+            if not self._timed:
+                return None
+            comm = self._comm
+            if self._in_flight and self._busy_since is not None:  # still running: up to now
+                now = self.clock()
+                comm += now - self._busy_since
+                self._busy_since = now
+            self._comm = 0.0
+            self._timed = self._in_flight > 0
+            return comm
 
     def take(self):
         """Sums over buckets (floats) and clears; None if nothing was measured."""
@@ -54,9 +100,11 @@ def gns_allreduce_hook(probe, bucket):
     if measuring:
         probe.local[index] = torch.dot(buffer, buffer)
     buffer.div_(world)
+    probe.launched()
     fut = dist.all_reduce(buffer, async_op=True).get_future()
 
     def averaged(f):
+        probe.completed()
         out = f.value()[0]
         if measuring:
             probe.merged[index] = torch.dot(out, out)

@@ -46,7 +46,7 @@ STOP_CHECK_SECONDS = 0.1  # rank 0 looks for the stop and preempt files at most 
 
 P = protocol
 _RESERVED = frozenset(("seq", "kind", "step", "samples", "epoch", P.METRIC_LOSS, "lr", "seconds",
-                       P.METRIC_STEP_SECONDS, P.METRIC_GNS_B_SMALL, P.METRIC_GNS_B_BIG,
+                       P.METRIC_STEP_SECONDS, P.METRIC_COMM_SECONDS, "cpus", "load_avg", P.METRIC_GNS_B_SMALL, P.METRIC_GNS_B_BIG,
                        P.METRIC_GNS_SQ_SMALL, P.METRIC_GNS_SQ_BIG))
 
 # Where this rank's data continues: `index` batches of epoch `epoch` are trained (steps_per_epoch
@@ -64,6 +64,20 @@ def _metrics(metrics):
                              "metric differently")
         out[name] = _number(name, value)
     return out
+
+
+def _host_state():
+    """The cores this rank may run on and the host's 1-minute load average (docs/protocol.md):
+    what the scaling analysis needs to compare runs that ran under the same conditions."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 0
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return {"cpus": cpus}
+    return {"cpus": cpus, "load_avg": load}
 
 
 def _number(name, value):
@@ -114,6 +128,7 @@ class Run:
         self._gns = None                     # this step's noise measurement (ddp.py)
         self._probe = None                   # the DDP hook's state (ddp.py)
         self._finished = False
+        self._host_logged = False            # cpus / load_avg written on this attempt's 1st step
         # Checkpoints and preemption (docs/byo-program.md).
         self._checkpoint_fn = None           # on_checkpoint: () -> the program's state
         self._last_checkpoint = (0, 0, 0.0)  # (step, samples, seconds) of the last one
@@ -236,6 +251,7 @@ class Run:
         now = self._clock()
         local = [_number("loss", loss), now - self._start_time]
         gns = self._gns
+        comm = self._probe.take_comm() if self._probe is not None else None
         if gns is None and self._probe is not None:  # the DDP hook measured this step
             taken = self._probe.take()
             if taken is not None:
@@ -262,6 +278,11 @@ class Run:
         began = self._step_began if self._yielded == step else None
         if began is not None:
             line[P.METRIC_STEP_SECONDS] = now - began
+        if comm is not None:  # rank 0's allreduce time of this step, as the runner writes it
+            line[P.METRIC_COMM_SECONDS] = comm
+        if not self._host_logged:  # the conditions this run had (scaling compares like with like)
+            self._host_logged = True
+            line.update(_host_state())
         line.update(extra)
         self._writer.write(line)
         self._gns = None
