@@ -696,9 +696,9 @@ std::optional<Chart> GnsChart(const Study& s) {
   int runs = 0;
   for (const GnsRun& r : s.gns.runs) {
     int drawn = 0;
+    const RunCurves* curves = CurvesOf(s, r.run_id);
     for (const GnsPoint& p : r.series) {
       if (!Positive(p.b_simple)) continue;
-      const RunCurves* curves = CurvesOf(s, r.run_id);
       rows.push_back({{"run", r.run_id},
                       {"step", p.step},
                       {s.curves.seen_unit,
