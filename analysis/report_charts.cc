@@ -827,7 +827,16 @@ std::optional<Chart> ProjectionChart(const Study& s) {
           "PROJECTED time vs compute on " + s.projection.profile.name + " (a model)",
           "",
           {}};
-  const json shape = ShapeByRanks(s);
+  // Shape by K when the report's shapes cover every projected rank count (by default the
+  // projection goes up to K=1024: then K is in the labels and tooltips only).
+  json shape = ShapeByRanks(s);
+  for (const json& r : rows) {
+    if (!shape.is_null() && std::find(shape["scale"]["domain"].begin(),
+                                      shape["scale"]["domain"].end(),
+                                      r["K"]) == shape["scale"]["domain"].end()) {
+      shape = nullptr;
+    }
+  }
   std::vector<double> xs_all, ys_all;
   std::vector<std::pair<double, double>> all;
   for (const json& r : rows) {
