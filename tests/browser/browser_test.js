@@ -239,9 +239,10 @@ async function main() {
           'every chart has a one-sentence reading: ' + JSON.stringify(readings));
     // Rank counts (1, 2, 4) have a shape legend on the steps and Pareto charts.
     for (const id of ['steps_to_target', 'pareto']) {
-      const legends = await page.$$eval(`#chart-${id} g.role-legend`, (ls) => ls.map(
-          (l) => [...l.querySelectorAll('g.role-legend-title text, g.role-legend-label text')].map((t) => t.textContent)));
-      check(legends.some((l) => l[0] === 'ranks (K)' && l.slice(1).join(',') === '1,2,4'),
+      const legends = await page.$$eval(`#chart-${id} g.role-legend`, (ls) => ls.map((l) => [
+        [...l.querySelectorAll('g.role-legend-title text')].map((t) => t.textContent).join(''),
+        [...l.querySelectorAll('g.role-legend-label text')].map((t) => t.textContent).join(',')]));
+      check(legends.some(([title, labels]) => title === 'ranks (K)' && labels === '1,2,4'),
             `${id}: a "ranks (K)" legend with 1, 2, 4: ${JSON.stringify(legends)}`);
     }
 
