@@ -27,7 +27,8 @@ constexpr const char* kLibraryFiles[] = {"vega/build/vega.min.js",
 constexpr const char* kStyle = R"css(
 body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:12px;margin:.5em 0}
-td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}th{background:#f3f3f3}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;white-space:nowrap}th{background:#f3f3f3}
+div.table{overflow-x:auto}div.x-axis{font-size:13px;margin:0 0 .2em .5em}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 p{font-size:13px}figure.chart{margin:1.5em 0}figure.chart figcaption{font-size:14px;margin:.3em 0 0 .5em;max-width:900px}
 .notice{background:#fff4e5;border:1px solid #f0b46b;padding:.5em 1em}
@@ -35,21 +36,60 @@ p{font-size:13px}figure.chart{margin:1.5em 0}figure.chart figcaption{font-size:1
 #live .ago{color:#666;font-size:12px}
 )css";
 
-// Renders every chart of `root` (the data in #batchlab-charts), then flags the body so tests
-// and the live page know rendering finished. Views are kept in window.batchlabViews[id].
+// Renders every chart (the data in #batchlab-charts), then flags the body so tests and the
+// live page know rendering finished. Views are kept in window.batchlabViews[id]. A chart whose
+// spec lists `usermeta.x_axes` (per-run curves: samples or tokens seen, or step) gets a toggle
+// above it that swaps `encoding.x` and redraws it; the choice outlives the live page's reloads
+// (window.batchlabAxes[id]) and the figure's data-x-axis names the axis drawn.
 constexpr const char* kRenderScript = R"js(
 window.batchlabViews = {};
+window.batchlabAxes = {};
+async function batchlabEmbed(c) {
+  const fig = document.getElementById('chart-' + c.id);
+  const el = fig && fig.querySelector('.vis');
+  if (!el || typeof vegaEmbed === 'undefined') return;
+  const spec = c.spec;
+  const axes = spec.usermeta && spec.usermeta.x_axes;
+  if (axes) {
+    const chosen = axes.find((a) => a.name === window.batchlabAxes[c.id]) || axes[0];
+    let bar = fig.querySelector('.x-axis');
+    if (!bar) {
+      bar = document.createElement('div');
+      bar.className = 'x-axis';
+      bar.append('x axis: ');
+      for (const a of axes) {
+        const label = document.createElement('label');
+        const input = document.createElement('input');
+        input.type = 'radio';
+        input.name = 'x-axis-' + c.id;
+        input.value = a.name;
+        input.addEventListener('change', () => {
+          window.batchlabAxes[c.id] = a.name;
+          batchlabEmbed(c);
+        });
+        label.append(input, ' ' + a.name);
+        bar.append(label, ' ');
+      }
+      fig.insertBefore(bar, el);
+    }
+    for (const input of bar.querySelectorAll('input')) input.checked = input.value === chosen.name;
+    spec.encoding.x = chosen.x;
+    fig.dataset.xAxis = '';
+    if (window.batchlabViews[c.id]) window.batchlabViews[c.id].finalize();
+    const r = await vegaEmbed(el, spec, {renderer: 'svg', actions: false, mode: 'vega-lite'});
+    window.batchlabViews[c.id] = r.view;
+    fig.dataset.xAxis = chosen.name;
+    return;
+  }
+  if (window.batchlabViews[c.id]) window.batchlabViews[c.id].finalize();
+  const r = await vegaEmbed(el, spec, {renderer: 'svg', actions: false, mode: 'vega-lite'});
+  window.batchlabViews[c.id] = r.view;
+}
 window.batchlabRender = async function () {
   const data = document.getElementById('batchlab-charts');
   const charts = data ? JSON.parse(data.textContent) : [];
   document.body.dataset.charts = 'rendering';
-  for (const c of charts) {
-    const el = document.querySelector('#chart-' + c.id + ' .vis');
-    if (!el || typeof vegaEmbed === 'undefined') continue;
-    if (window.batchlabViews[c.id]) window.batchlabViews[c.id].finalize();
-    const r = await vegaEmbed(el, c.spec, {renderer: 'svg', actions: false, mode: 'vega-lite'});
-    window.batchlabViews[c.id] = r.view;
-  }
+  for (const c of charts) await batchlabEmbed(c);
   document.body.dataset.charts = 'rendered';
   document.body.dataset.chartCount = String(charts.length);
 };

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "analysis/study.h"
+
 namespace batchlab::analysis {
 
 const std::vector<std::string>& CurveMetrics() {
@@ -22,8 +24,31 @@ Series Thin(const Series& s, size_t max_points) {
   return out;
 }
 
+double RunCurves::SeenAt(int64_t step) const {
+  const double b = static_cast<double>(batch_size);
+  double seen = static_cast<double>(step) * b;
+  if (!samples.empty()) {
+    const auto it = std::lower_bound(samples.steps.begin(), samples.steps.end(), step);
+    const size_t i = static_cast<size_t>(it - samples.steps.begin());
+    if (i < samples.size() && samples.steps[i] == step) {
+      seen = samples.values[i];
+    } else if (i == samples.size()) {  // past the last logged step
+      seen = samples.values.back() + static_cast<double>(step - samples.steps.back()) * b;
+    } else if (i == 0) {  // before the first: proportionally
+      seen = samples.values[0] * static_cast<double>(step) / static_cast<double>(samples.steps[0]);
+    } else {
+      const double f = static_cast<double>(step - samples.steps[i - 1]) /
+                       static_cast<double>(samples.steps[i] - samples.steps[i - 1]);
+      seen = samples.values[i - 1] + f * (samples.values[i] - samples.values[i - 1]);
+    }
+  }
+  return seen * tokens_per_sample;
+}
+
 CurvesSection CollectCurves(const SweepData& sweep, size_t max_points) {
   CurvesSection out;
+  const std::optional<double> tokens = TokensPerSequence(sweep);
+  if (tokens) out.seen_unit = "tokens";
   for (const RunData& run : sweep.runs) {
     RunCurves r;
     r.run_id = run.id;
@@ -31,6 +56,8 @@ CurvesSection CollectCurves(const SweepData& sweep, size_t max_points) {
     r.state = run.state;
     r.batch_size = run.batch_size;
     r.world_size = run.world_size;
+    if (const Series* seen = run.Metric("samples"); seen != nullptr) r.samples = *seen;
+    if (tokens) r.tokens_per_sample = *tokens;
     for (const auto& [name, series] : run.metrics) {
       if (!series.empty()) r.last_step = std::max(r.last_step, series.steps.back());
     }

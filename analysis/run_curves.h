@@ -1,7 +1,10 @@
 // The per-run training curves the report draws: loss, test loss, test accuracy and the learning
 // rate actually used (the runner's `lr` metric, after scaling rule, warmup and schedule), each
 // thinned to at most `max_points` points per run (evenly by index, first and last always kept),
-// plus what each run spent in total, for drawing runs that never reached the target.
+// plus what each run spent in total, for drawing runs that never reached the target, and the
+// samples (tokens, on a language model's sweep) each run had seen by each step: the charts' x
+// axis (a step axis squeezes every large-batch run into the first few steps of a small-batch
+// one).
 //
 //   CurvesSection curves = CollectCurves(sweep, /*max_points=*/400);
 //   for (const RunCurves& r : curves.runs)
@@ -30,6 +33,12 @@ struct RunCurves {
   int64_t last_step = 0;     // the last step any metric was logged at (0: nothing logged)
   double total_seconds = 0;  // Σ step_seconds, else the last `seconds`; 0 when unknown
   std::map<std::string, Series> curves;  // CurveMetrics() names the run logged, thinned
+  Series samples;              // the run's logged `samples` metric (step -> samples seen), unthinned
+  double tokens_per_sample = 1;  // tokens per sample when CurvesSection::seen_unit is "tokens"
+
+  // Samples (tokens) seen by the end of `step`: the logged count, interpolated between logged
+  // steps and continued at batch_size per step past them; step × batch_size when none was logged.
+  double SeenAt(int64_t step) const;
 
   const Series* Find(const std::string& metric) const {
     auto it = curves.find(metric);
@@ -39,6 +48,9 @@ struct RunCurves {
 
 struct CurvesSection {
   std::vector<RunCurves> runs;  // every run of the sweep, in run order
+  // What RunCurves::SeenAt counts: "tokens" on a language model's sweep (every run stored the same
+  // tokens per sequence: TokensPerSequence), else "samples".
+  std::string seen_unit = "samples";
 };
 
 CurvesSection CollectCurves(const SweepData& sweep, size_t max_points);

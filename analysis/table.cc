@@ -72,7 +72,8 @@ std::string Table::ToMarkdown() const {
 std::string Table::ToHtml() const {
   std::string out = "<h3>" + HtmlEscape(title) + "</h3>\n";
   if (!rows.empty()) {
-    out += "<table>\n<thead><tr>";
+    // One line per cell (a long configuration used to wrap to five): a wide table scrolls.
+    out += "<div class=\"table\"><table>\n<thead><tr>";
     for (const auto& c : columns) out += "<th>" + HtmlEscape(c) + "</th>";
     out += "</tr></thead>\n<tbody>\n";
     for (const auto& row : results::DisplayRows(columns, rows)) {
@@ -82,7 +83,7 @@ std::string Table::ToHtml() const {
       }
       out += "</tr>\n";
     }
-    out += "</tbody>\n</table>\n";
+    out += "</tbody>\n</table></div>\n";
   } else {
     out += "<p>(no rows)</p>\n";
   }

@@ -69,6 +69,7 @@ LiveProgress ComputeLiveProgress(results::SweepSnapshot snap, double now) {
   live.version = snap.version;
   live.spec_hash = snap.spec_hash;
   live.total = static_cast<int>(snap.runs.size());
+  live.now = now;
   double finished_sum = 0, projected_sum = 0, longest_running = 0;
   int finished = 0, projected = 0, running = 0, waiting = 0;
   for (results::RunSnapshot& r : snap.runs) {
@@ -136,7 +137,9 @@ std::string FormatLiveProgress(const LiveProgress& live, bool all_runs) {
                        : "?");
   std::vector<const RunLive*> shown;
   for (const RunLive& l : live.runs) {
-    if (all_runs || l.run.state == "running") shown.push_back(&l);
+    const bool just_ended = l.run.state != "running" && l.run.ended_at &&
+                            live.now - *l.run.ended_at <= kRecentlyEndedSeconds;
+    if (all_runs || l.run.state == "running" || just_ended) shown.push_back(&l);
   }
   if (shown.empty()) return out;
   // Through the CLI's one table writer (results/table_writer.h): aligned, numbers right.

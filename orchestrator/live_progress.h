@@ -45,7 +45,13 @@ struct LiveProgress {
   int total = 0;
   std::optional<double> eta_seconds;  // the whole sweep; unset when nothing can tell yet
   std::string fingerprint;            // changes when a state changes or metrics arrive
+  double now = 0;                     // the unix time it was computed at
 };
+
+// How long a finished run stays in the default view (FormatLiveProgress without all_runs) with
+// its final step, loss and evaluation: a run shorter than a refresh (or than the ingest period)
+// would otherwise never show its numbers there.
+inline constexpr double kRecentlyEndedSeconds = 10;
 
 LiveProgress ComputeLiveProgress(results::SweepSnapshot snapshot, double now_seconds);
 
@@ -56,7 +62,8 @@ std::optional<int64_t> BudgetSteps(const nlohmann::json& config);
 // "0:42", "12:05", "2h03"; never negative.
 std::string FormatDuration(double seconds);
 
-// The counts line and a table of the running runs (every run with `all_runs`).
+// The counts line and a table of the running runs and of the runs that ended in the last
+// kRecentlyEndedSeconds (every run with `all_runs`).
 std::string FormatLiveProgress(const LiveProgress& live, bool all_runs);
 
 // The form `batchlab ui` serves at /api/sweeps/NAME/progress (documented in docs/report.md).

@@ -4,6 +4,7 @@
 // carry run and config for the hover, and each chart has a reading from the numbers.
 #include "analysis/report_charts.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -192,6 +193,113 @@ TEST_F(ReportChartsTest, PrunedAndStalledRunsAreDrawnAsTheSubtitlePromises) {
     }
   }
   for (const std::string& id : stopped) EXPECT_TRUE(drawn.count(id)) << id << " not drawn";
+}
+
+TEST_F(ReportChartsTest, RankCountsAreEncodedByShapeAndDash) {
+  // K was encoded in no chart: three rank counts (1, 2, 4) now have a shape (points) or a dash
+  // (lines), with one domain across the report.
+  const json ks = json::array({1, 2, 4});
+  for (const auto& [chart, layer] : std::vector<std::pair<std::string, std::string>>{
+           {"steps_to_target", "reached"}, {"steps_to_target", "not_reached"},
+           {"pareto", "runs"}, {"pareto", "not_reached"}}) {
+    const json& shape = Layer(chart, layer)["encoding"]["shape"];
+    EXPECT_EQ(shape["field"], "K") << chart << " " << layer;
+    EXPECT_EQ(shape["scale"]["domain"], ks) << chart << " " << layer;
+  }
+  EXPECT_EQ(Layer("steps_to_target", "not_reached")["mark"]["filled"], false);
+  for (const char* id : {"curve_loss", "gns"}) {
+    const json& spec = charts_.at(id).spec;
+    EXPECT_EQ(spec["encoding"]["strokeDash"]["field"], "K") << id;
+    EXPECT_EQ(spec["encoding"]["strokeDash"]["scale"]["domain"], ks) << id;
+    EXPECT_EQ(spec["transform"][0]["from"]["fields"], json({"config", "batch_size", "K"})) << id;
+  }
+  // The best run per batch size is ringed (it was a shape, which K now uses).
+  EXPECT_EQ(Layer("steps_to_target", "best")["data"]["values"].size(), 5u);
+  // The batch-size axis is ticked at the study's batch sizes, written in full.
+  EXPECT_EQ(Layer("steps_to_target", "reached")["encoding"]["x"]["axis"]["values"],
+            json({32, 64, 128, 256, 512}));
+}
+
+TEST_F(ReportChartsTest, CurvesAreDrawnOverSamplesWithAStepToggle) {
+  // Only a step axis: a 480-step B=16 run squeezed every large-batch run into its first steps.
+  for (const char* id : {"curve_loss", "curve_test_accuracy", "gns"}) {
+    const json& spec = charts_.at(id).spec;
+    EXPECT_EQ(spec["encoding"]["x"]["field"], "samples") << id;
+    const json& axes = spec["usermeta"]["x_axes"];
+    ASSERT_EQ(axes.size(), 2u) << id;
+    EXPECT_EQ(axes[0]["name"], "samples");
+    EXPECT_EQ(axes[1]["name"], "step");
+    EXPECT_EQ(axes[1]["x"]["field"], "step");
+  }
+  // Each point's samples are what its run logged: step × B in the synthetic sweep.
+  std::map<std::string, int64_t> batch;
+  for (const RunCurves& r : study_->curves.runs) batch[r.run_id] = r.batch_size;
+  for (const json& v : charts_.at("curve_loss").spec["data"]["values"]) {
+    EXPECT_EQ(v["samples"].get<double>(),
+              static_cast<double>(v["step"].get<int64_t>() * batch[v["run"].get<std::string>()]));
+  }
+}
+
+TEST(SeenAtTest, LoggedSamplesInterpolatedElseStepTimesBatch) {
+  RunCurves r;
+  r.batch_size = 100;
+  EXPECT_EQ(r.SeenAt(7), 700);  // nothing logged
+  r.samples = Series{{2, 4}, {150, 350}};  // e.g. a sync mode that applied fewer samples
+  EXPECT_EQ(r.SeenAt(2), 150);
+  EXPECT_EQ(r.SeenAt(3), 250);  // between logged steps
+  EXPECT_EQ(r.SeenAt(6), 550);  // past the last: + B per step
+  EXPECT_EQ(r.SeenAt(1), 75);   // before the first: in proportion
+  r.tokens_per_sample = 128;    // a language model's sweep
+  EXPECT_EQ(r.SeenAt(4), 350 * 128);
+}
+
+// The frontier labels of a time-vs-compute chart, as the browser draws them: each centred at
+// (label_x, label_y) on the chart's explicit log domains, 11 px text.
+void ExpectLabelsApart(const json& spec) {
+  const json* labels = nullptr;
+  const json* x = nullptr;
+  const json* y = nullptr;
+  for (const json& l : spec["layer"]) {
+    if (l.value("name", "") == "labels") labels = &l;
+    if (l.value("name", "") == "frontier") {
+      x = &l["encoding"]["x"];
+      y = &l["encoding"]["y"];
+    }
+  }
+  ASSERT_NE(labels, nullptr);
+  ASSERT_NE(x, nullptr);
+  const double x0 = (*x)["scale"]["domain"][0], x1 = (*x)["scale"]["domain"][1];
+  const double y0 = (*y)["scale"]["domain"][0], y1 = (*y)["scale"]["domain"][1];
+  EXPECT_EQ((*x)["scale"]["nice"], false);
+  struct B {
+    double l, t, r, b;
+  };
+  std::vector<B> boxes;
+  for (const json& v : labels->at("data")["values"]) {
+    const double px = 620 * std::log(v["label_x"].get<double>() / x0) / std::log(x1 / x0);
+    const double py = 320 * (1 - std::log(v["label_y"].get<double>() / y0) / std::log(y1 / y0));
+    const double w = 7.0 * static_cast<double>(v["tag"].get<std::string>().size());
+    EXPECT_GT(px - w / 2, 0) << v.dump();
+    EXPECT_LT(px + w / 2, 620) << v.dump();
+    EXPECT_GT(py, 6) << v.dump();
+    EXPECT_LT(py, 314) << v.dump();
+    boxes.push_back({px - w / 2, py - 6, px + w / 2, py + 6});
+  }
+  for (size_t i = 0; i < boxes.size(); ++i) {
+    for (size_t j = i + 1; j < boxes.size(); ++j) {
+      const bool apart = boxes[i].r <= boxes[j].l || boxes[j].r <= boxes[i].l ||
+                         boxes[i].b <= boxes[j].t || boxes[j].b <= boxes[i].t;
+      EXPECT_TRUE(apart) << "labels " << i << " and " << j << " overlap";
+    }
+  }
+}
+
+TEST_F(ReportChartsTest, FrontierLabelsArePlacedApartInsideThePlot) {
+  // They were all drawn 7 px up and right of their points, on top of each other.
+  ExpectLabelsApart(charts_.at("pareto").spec);
+  ExpectLabelsApart(charts_.at("projection").spec);
+  EXPECT_GE(Layer("pareto", "labels")["data"]["values"].size() * 2,
+            study_->pareto.frontier.size());
 }
 
 TEST(ThinTest, KeepsFirstAndLastAndAtMostMaxPoints) {

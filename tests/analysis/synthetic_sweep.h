@@ -14,7 +14,8 @@
 // pending.
 //
 // With tokens_per_sequence > 0 every start line also stores tokens_per_step = B x it (a language
-// model's sweep).
+// model's sweep). `batch_sizes` replaces the five batch sizes (a wide study: the browser test's
+// 9 batch sizes × 3 rank counts); the pending and diverging runs are those of B=32 and B=512.
 //
 //   TempDir dir;
 //   SyntheticSweep truth = WriteSyntheticSweep(dir.File("batchlab.db"), dir.path());
@@ -26,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -56,7 +58,9 @@ struct SyntheticSweep {
 inline SyntheticSweep WriteSyntheticSweep(const std::string& db_path,
                                           const std::filesystem::path& dir,
                                           const std::string& name = "synthetic",
-                                          int64_t tokens_per_sequence = 0) {
+                                          int64_t tokens_per_sequence = 0,
+                                          const std::vector<int64_t>& batch_sizes = {
+                                              32, 64, 128, 256, 512}) {
   SyntheticSweep truth;
   auto store_or = results::Store::Open(db_path);
   if (!store_or.ok()) throw std::runtime_error(store_or.status().message());
@@ -66,7 +70,7 @@ inline SyntheticSweep WriteSyntheticSweep(const std::string& db_path,
   NoisyQuadratic nqm(100, 60.0, 11);
   truth.b_simple = nqm.TrueBSimple();
   int ordinal = 0;
-  for (int64_t batch : {32, 64, 128, 256, 512}) {
+  for (int64_t batch : batch_sizes) {
     for (double lr : {0.05, 0.1}) {
       for (int k : {1, 2, 4}) {
         const std::string id = fmt::format("{:016x}", 0xabc000 + ordinal);

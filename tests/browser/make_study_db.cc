@@ -3,6 +3,8 @@
 // B=32 lr=0.05 K=4 run is pending), written through the results Store as the orchestrator would.
 //
 //   make_study_db write DB_PATH METRICS_DIR     # the sweep
+//   make_study_db wide DB_PATH METRICS_DIR      # sweep "wide": the same model at 9 batch sizes
+//                                               # (16 .. 4096) × 2 LRs × 3 rank counts (54 runs)
 //   make_study_db advance DB_PATH METRICS_DIR   # the pending run starts and logs 3 steps and an
 //                                               # eval: what the live page must pick up
 #include <cstdio>
@@ -44,13 +46,20 @@ int Advance(const std::string& db, const std::filesystem::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4 || (std::string(argv[1]) != "write" && std::string(argv[1]) != "advance")) {
-    std::fprintf(stderr, "usage: %s write|advance DB_PATH METRICS_DIR\n", argv[0]);
+  const std::string mode = argc == 4 ? argv[1] : "";
+  if (mode != "write" && mode != "advance" && mode != "wide") {
+    std::fprintf(stderr, "usage: %s write|advance|wide DB_PATH METRICS_DIR\n", argv[0]);
     return 2;
   }
   try {
     std::filesystem::create_directories(argv[3]);
-    if (std::string(argv[1]) == "advance") return Advance(argv[2], argv[3]);
+    if (mode == "advance") return Advance(argv[2], argv[3]);
+    if (mode == "wide") {
+      const auto truth = batchlab::analysis::testing::WriteSyntheticSweep(
+          argv[2], argv[3], "wide", 0, {16, 32, 64, 128, 256, 512, 1024, 2048, 4096});
+      std::printf("wrote sweep wide: %d runs to %s\n", truth.runs, argv[2]);
+      return 0;
+    }
     const auto truth = batchlab::analysis::testing::WriteSyntheticSweep(argv[2], argv[3]);
     std::printf("wrote sweep synthetic: %d runs to %s\n", truth.runs, argv[2]);
   } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -207,6 +208,33 @@ bool ExitsWithin(bp::child& c, double seconds) {
   }
   c.wait();
   return true;
+}
+
+TEST_F(LiveViewTest, ShortRunsShowTheirStepLossAndEvalInTheWatch) {
+  // Runs of about half a second, one after another: a run used to be in the view only while it
+  // was running, and it ended before its metrics reached the database (ingested once a second)
+  // or the next redraw, so its step, loss and evaluation were never shown. A run that just
+  // ended stays in the view with its final numbers.
+  const std::string spec = dir_.File("short.json");
+  std::ofstream(spec) << R"({"name": "s", "base": {"mode": "noop", "budget": {"steps": 5}},
+      "axes": {"batch_size": [16, 32, 64]},
+      "launch": {"env": {"FAKE_RUNNER_SECONDS": "0.4", "FAKE_RUNNER_ACCURACY": "0.5"}}})";
+  const std::string out = dir_.File("watch.out");
+  bp::child watch(BATCHLAB_BIN, bp::args({"--db", Db(), "sweep", "status", "s", "--watch", "0.3"}),
+                  bp::std_out > out, bp::std_err > dir_.File("watch.err"), bp::std_in < bp::null);
+  Result run = Cli({"sweep", "run", spec, "--runs-dir", dir_.File("runs"), "--runner", FAKE_RUNNER,
+                    "--slots", "1"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(ExitsWithin(watch, 30)) << ReadAll(out);
+  const std::string text = ReadAll(out);
+  // Each run, in some frame, at its last step of 5 with its loss and its last evaluation.
+  const std::regex row(R"(\n([0-9a-f]{16}) +\w+ +5/5 +0\.20* +test_accuracy=0\.5 test_loss=2\.3 @5 )");
+  std::set<std::string> shown;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), row); it != std::sregex_iterator();
+       ++it) {
+    shown.insert((*it)[1]);
+  }
+  EXPECT_EQ(shown.size(), 3u) << text;
 }
 
 TEST_F(LiveViewTest, UiOnAPortInUseExits2NamingThePort) {

@@ -115,6 +115,28 @@ TEST(LiveProgressTest, RunEtaFromStepAndBudgetAndSweepEta) {
   EXPECT_NE(ComputeLiveProgress(snap, now).fingerprint, more);
 }
 
+TEST(LiveProgressTest, ARunThatJustEndedStaysInTheViewWithItsFinalNumbers) {
+  // A run shorter than a refresh was never in the default view with its numbers: it is shown
+  // for kRecentlyEndedSeconds after its end, then only with --all.
+  results::SweepSnapshot snap;
+  snap.name = "s";
+  results::RunSnapshot r = Snap("3f2a9c0d11e4b7a2", "completed", {{"batch_size", 64}, {"budget", {{"steps", 5}}}});
+  r.started_at = 100;
+  r.ended_at = 101.5;
+  r.step = 5;
+  r.loss = 0.25;
+  r.last_eval = results::EvalSnapshot{5, {{"test_accuracy", 0.5}}};
+  snap.runs = {r};
+  const std::string recent = FormatLiveProgress(ComputeLiveProgress(snap, 104), false);
+  EXPECT_NE(recent.find("3f2a9c0d11e4b7a2  completed"), std::string::npos) << recent;
+  EXPECT_NE(recent.find("5/5"), std::string::npos) << recent;
+  EXPECT_NE(recent.find("0.25"), std::string::npos) << recent;
+  EXPECT_NE(recent.find("test_accuracy=0.5 @5"), std::string::npos) << recent;
+  const std::string later =
+      FormatLiveProgress(ComputeLiveProgress(snap, 101.5 + kRecentlyEndedSeconds + 1), false);
+  EXPECT_EQ(later.find("3f2a9c0d11e4b7a2"), std::string::npos) << later;
+}
+
 TEST(LiveProgressTest, EveryRunFinishedMeansNothingLeft) {
   results::SweepSnapshot snap;
   snap.runs = {Snap("a", "completed", {{"batch_size", 64}}),
