@@ -4,7 +4,10 @@
 //
 // Every chart: hover shows the run id and its configuration; every series is drawn (no cap) and
 // coloured by batch size, with a legend whose entries toggle their series (click; shift-click
-// adds); runs that never reached the target are drawn at what they spent, as open symbols.
+// adds); runs that never reached the target are drawn at what they spent, as open symbols; rank
+// counts K are shapes (points) or dashes (lines) when a study has several; per-run curves are
+// drawn over samples (tokens) seen, with the step axis in the spec's usermeta.x_axes (the page
+// draws the toggle); frontier labels are placed where they overlap nothing (explicit log domains).
 // Layers are named (`"name": "runs"` renders as the SVG group class `runs_marks`), so a test
 // can count the marks of each.
 //
