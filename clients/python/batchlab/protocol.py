@@ -40,6 +40,7 @@ PRUNE_AT_FILE = "prune_at"         # orchestrator: the self-stop bound
 PREEMPT_FILE = "preempt"           # checkpoint at the next step and exit 7
 RESUME_FILE = "resume.json"        # earlier attempts' folders, newest first
 CHECKPOINT_DIR = "checkpoints"     # step-<8 digits>.rank-<r>.ckpt
+BRANCH_FROM_FILE = "branch_from.json"  # a branch run: its trunk's attempt folders
 
 # Kinds of metrics lines.
 LINE_START = "start"
