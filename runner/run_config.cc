@@ -280,7 +280,6 @@ void CheckCombinations(const json& j, RunConfig& c) {
         "budget: no limit set; give at least one of epochs, steps, samples, seconds, "
         "e.g. \"budget\": {\"epochs\": 1}");
   }
-<<<<<<< HEAD
   if (j.contains("branch")) {
     const BranchConfig& br = c.branch;
     if (br.trunk_run_id.empty() || br.at_step < 1 || br.trunk_batch_size < 1 ||
@@ -295,10 +294,7 @@ void CheckCombinations(const json& j, RunConfig& c) {
                       "\"allreduce\", \"lag\" or \"local_sgd\"");
     }
   }
-  if (c.precision == "fp16") {
-=======
   if (c.precision == "fp16" && !torch::cuda::is_available()) {
->>>>>>> main
     throw BadConfig(
         "precision: \"fp16\" needs a CUDA device and none is visible to this runner (a CPU "
         "LibTorch, or no GPU here: docs/gpu.md); use \"fp32\" or \"bf16\", or validate on a "

@@ -87,7 +87,7 @@ class ProtocolParityTest(unittest.TestCase):
         kinds = [v for c, v in self.constants.items() if c.startswith("kLine")]
         patterns = [rf"""["']{re.escape(v)}["']""" for v in files] + [
             rf"""["']kind["']\s*:\s*["']{re.escape(v)}["']""" for v in kinds]
-        self.assertEqual(len(patterns), 15)
+        self.assertEqual(len(patterns), 16)
         folder = os.path.join(CLIENT, "batchlab")
         checked = 0
         for file in sorted(os.listdir(folder)):

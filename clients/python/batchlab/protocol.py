@@ -41,6 +41,7 @@ PREEMPT_FILE = "preempt"           # checkpoint at the next step and exit 7
 RESUME_FILE = "resume.json"        # earlier attempts' folders, newest first
 CHECKPOINT_DIR = "checkpoints"     # step-<8 digits>.rank-<r>.ckpt
 RANK_PLACE_PREFIX = "place.rank"   # <prefix><r>.json: where rank r ran (built-in runner)
+BRANCH_FROM_FILE = "branch_from.json"  # a branch run: its trunk's attempt folders
 
 # Kinds of metrics lines.
 LINE_START = "start"
