@@ -32,12 +32,16 @@ namespace {
 namespace bp = boost::process;
 
 // Runs in the forked child before exec: a session of its own (so every process of the job can
-// be found, job_processes.h), and SIGTERM when the orchestrator dies.
+// be found, job_processes.h), and SIGTERM when the orchestrator dies. An orchestrator killed
+// between the fork and prctl() would never send it: the child then sees another parent and
+// stops itself (the race prctl(2) describes).
 struct ChildSetup : bp::extend::handler {
+  pid_t orchestrator = getpid();
   template <class Executor>
   void on_exec_setup(Executor& /*exec*/) const {
     setsid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != orchestrator) raise(SIGTERM);
   }
 };
 

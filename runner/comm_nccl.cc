@@ -165,24 +165,28 @@ std::unique_ptr<Work> NcclCommunicator::Launch(torch::Tensor& tensor, bool broad
   const size_t bytes = count * tensor.element_size();
   const bool on_host = tensor.device().is_cpu();
   void* buffer = on_host ? DeviceBufferFor(tensor) : tensor.data_ptr();
+  // A device tensor is reduced in place on the default stream, LibTorch's: after the kernels
+  // that wrote it and before those that read it, with no copy and no host wait in between. A
+  // host tensor goes through the staging buffer on the communicator's own stream.
+  cudaStream_t stream = on_host ? stream_ : nullptr;
   if (on_host) {
     BATCHLAB_CUDA_CHECK(
-        cudaMemcpyAsync(buffer, tensor.data_ptr(), bytes, cudaMemcpyHostToDevice, stream_));
+        cudaMemcpyAsync(buffer, tensor.data_ptr(), bytes, cudaMemcpyHostToDevice, stream));
   }
   if (broadcast) {
     BATCHLAB_NCCL_CHECK(
-        ncclBroadcast(buffer, buffer, count, NcclTypeOf(tensor), root, comm_, stream_));
+        ncclBroadcast(buffer, buffer, count, NcclTypeOf(tensor), root, comm_, stream));
   } else {
     BATCHLAB_NCCL_CHECK(
-        ncclAllReduce(buffer, buffer, count, NcclTypeOf(tensor), op, comm_, stream_));
+        ncclAllReduce(buffer, buffer, count, NcclTypeOf(tensor), op, comm_, stream));
   }
   if (on_host) {
     BATCHLAB_CUDA_CHECK(
-        cudaMemcpyAsync(tensor.data_ptr(), buffer, bytes, cudaMemcpyDeviceToHost, stream_));
+        cudaMemcpyAsync(tensor.data_ptr(), buffer, bytes, cudaMemcpyDeviceToHost, stream));
   }
   cudaEvent_t done;
   BATCHLAB_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-  BATCHLAB_CUDA_CHECK(cudaEventRecord(done, stream_));
+  BATCHLAB_CUDA_CHECK(cudaEventRecord(done, stream));
   return std::make_unique<NcclWork>(done, comm_, what);
 }
 

@@ -1,13 +1,14 @@
 // The `nccl` communicator (CUDA builds only: compiled when runner/CMakeLists.txt finds CUDA and
-// NCCL and defines BATCHLAB_WITH_NCCL). UNTESTED: this project's machine has no GPU; it compiles
-// and links here, nothing more.
+// NCCL and defines BATCHLAB_WITH_NCCL). The project's own machine has no GPU: it compiles
+// and links here; run on a GPU by scripts/gpu/check.sh (docs/gpu.md).
 //
 // One NCCL communicator per process on GPU local_rank % device_count; the ncclUniqueId is
 // created by rank 0 and broadcast over MPI (so launch with mpirun / srun --mpi=pmix). CPU tensors
 // are staged through a device buffer cached per host tensor (the gradient buckets reuse theirs
 // every step, so there is no per-step cudaMalloc): copy in, ncclAllReduce/ncclBroadcast, copy
 // out, all on one stream; Work::Wait polls a CUDA event and ncclCommGetAsyncError until done or
-// the timeout passes (then the communicator is aborted). CUDA tensors are reduced in place.
+// the timeout passes (then the communicator is aborted). CUDA tensors are reduced in place on the
+// default stream (LibTorch's), with no staging.
 // Every CUDA/NCCL call goes through a check macro that throws RunnerError (kComm) naming the
 // call, file:line and rank.
 //

@@ -56,7 +56,10 @@ GradientBuckets::GradientBuckets(std::vector<torch::Tensor> params, double bucke
   for (auto& [dtype, members] : plan) {
     const int64_t total = members.back().offset + members.back().numel;
     Bucket b;
-    b.flat = torch::zeros({total}, torch::TensorOptions().dtype(dtype));
+    // On the parameters' device: a CUDA rank's buckets are device buffers (nccl reduces them
+    // in place).
+    const torch::Device device = params_[members.front().param].device();
+    b.flat = torch::zeros({total}, torch::TensorOptions().dtype(dtype).device(device));
     b.members = std::move(members);
     // Make each gradient a view into the bucket, keeping any values it already had.
     for (const Member& m : b.members) {
@@ -148,7 +151,7 @@ double GradientBuckets::GradSquaredNorm() {
     for (const Member& m : b.members) all_views = all_views && IsView(b, m);
     if (all_views) {
       const double norm =
-          torch::linalg_vector_norm(b.flat, 2, c10::nullopt, false, torch::kFloat64).item<double>();
+          torch::linalg_vector_norm(b.flat, 2, at::OptionalIntArrayRef(), false, torch::kFloat64).item<double>();
       sum += norm * norm;
       continue;
     }
@@ -156,7 +159,7 @@ double GradientBuckets::GradSquaredNorm() {
       const torch::Tensor& g = params_[m.param].grad();
       if (!g.defined()) continue;
       const double norm =
-          torch::linalg_vector_norm(g, 2, c10::nullopt, false, torch::kFloat64).item<double>();
+          torch::linalg_vector_norm(g, 2, at::OptionalIntArrayRef(), false, torch::kFloat64).item<double>();
       sum += norm * norm;
     }
   }

@@ -29,7 +29,9 @@
 #include <CLI/CLI.hpp>
 
 #include "base/run_protocol.h"
+#include "runner/comm_host_staged.h"
 #include "runner/communicator.h"
+#include "runner/device.h"
 #include "runner/datasets/dataset.h"
 #include "runner/datasets/dataset_registry.h"
 #include "runner/lr_schedule.h"
@@ -142,9 +144,10 @@ struct LoadedData {
 };
 
 // Writes <attempt dir>/place.rank<r>.json: this rank's host name, its IPv4 addresses other than
-// loopback, its local rank and the device a rank there is pinned to (local_rank % the GPUs it
-// sees; "cpu" with none), so a multi-node run shows where each rank ran. Best effort.
-void WritePlace(const std::string& attempt_dir, const RankInfo& where) {
+// loopback, its local rank, the GPUs it sees and the device it was pinned to (`cuda_device`,
+// ChooseCudaDevice's choice; "cpu" for -1), so a multi-node run shows where each rank ran.
+// Best effort.
+void WritePlace(const std::string& attempt_dir, const RankInfo& where, int cuda_device) {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   std::vector<std::string> addresses;
@@ -169,7 +172,7 @@ void WritePlace(const std::string& attempt_dir, const RankInfo& where) {
       {"host", host},
       {"addresses", addresses},
       {"gpus", gpus},
-      {"device", gpus > 0 ? "cuda:" + std::to_string(where.local_rank % gpus) : "cpu"},
+      {"device", cuda_device >= 0 ? "cuda:" + std::to_string(cuda_device) : "cpu"},
       {"cuda_visible_devices", visible != nullptr ? nlohmann::json(visible) : nlohmann::json()}};
   std::ofstream(attempt_dir + "/" + protocol::kRankPlacePrefix + std::to_string(where.rank) +
                 ".json")
@@ -226,6 +229,7 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     }
   }
   const Dataset& data = *loaded.data;
+  config.cuda_device = ChooseCudaDevice(where.local_rank);  // -1: the CPU (device.h)
   std::unique_ptr<Communicator> comm;
   if (config.world_size > 1) {
     // Waiting ranks yield the CPU instead of spinning: a study runs several jobs on few cores.
@@ -233,6 +237,10 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     CommConfig cc = config.comm;
     if (cc.rendezvous.empty()) cc.rendezvous = DefaultRendezvous(config.metrics_path);
     comm = MakeCommunicator(cc, where);
+    // mpi and gloo reduce host memory: a CUDA rank's device tensors go through host copies.
+    if (config.cuda_device >= 0 && std::string(comm->backend()) != "nccl") {
+      comm = StageDeviceTensorsOnHost(std::move(comm));
+    }
   }
   try {
     Trainer trainer(config, data, comm.get(), nullptr, rank);  // may still reject the config
@@ -240,7 +248,8 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     if (rank == 0) metrics = MetricsWriter::Open(config.metrics_path);
     trainer.set_metrics(metrics.get());
     trainer.set_attempt_dir(std::filesystem::path(config_path).parent_path().string());
-    WritePlace(std::filesystem::path(config_path).parent_path().string(), where);
+    WritePlace(std::filesystem::path(config_path).parent_path().string(), where,
+               config.cuda_device);
     const Outcome outcome = trainer.Run();
     if (!dump_path.empty()) {
       DumpParameters(trainer.FlatParameters(), dump_path + ".rank" + std::to_string(rank));

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "runner/foreach_adamw.h"
 #include "runner/fused_sgd.h"
 #include "runner/lamb.h"
 #include "runner/lars.h"
@@ -34,7 +35,7 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(
     torch::optim::AdamWOptions o(initial_lr);
     o.betas(std::make_tuple(config.beta1, config.beta2)).eps(config.eps);
     o.weight_decay(config.weight_decay);  // decoupled (Loshchilov & Hutter 2019)
-    return std::make_unique<torch::optim::AdamW>(p, o);
+    return std::make_unique<ForeachAdamW>(p, o);  // multi-tensor kernels on a CUDA device
   }
   if (n == "lars") {
     LarsOptions o(initial_lr);

@@ -3,6 +3,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include "runner/runner_error.h"
 
@@ -11,17 +12,8 @@ namespace batchlab::runner {
 Precision ParsePrecision(const std::string& name) {
   if (name == "fp32") return Precision::kFp32;
   if (name == "bf16") return Precision::kBf16;
-#ifdef BATCHLAB_WITH_NCCL
-  if (name == "fp16") return Precision::kFp16;
+  if (name == "fp16") return Precision::kFp16;  // a CUDA device only: the Trainer checks
   throw BadConfig("precision: unknown precision \"" + name + "\"; use one of fp32, bf16, fp16");
-#else
-  if (name == "fp16") {
-    throw BadConfig(
-        "precision: \"fp16\" needs a CUDA build (fp16 autocast with loss scaling); "
-        "on CPU use \"bf16\" or \"fp32\"");
-  }
-  throw BadConfig("precision: unknown precision \"" + name + "\"; use one of fp32, bf16");
-#endif
 }
 
 const char* PrecisionName(Precision precision) {
@@ -36,23 +28,51 @@ const char* PrecisionName(Precision precision) {
   return "?";
 }
 
-AutocastGuard::AutocastGuard(Precision precision) : precision_(precision) {
-  switch (precision_) {
-    case Precision::kFp32:
-      return;
-    case Precision::kBf16:
-      previous_enabled_ = at::autocast::is_cpu_enabled();
-      previous_dtype_ = at::autocast::get_autocast_cpu_dtype();
-      at::autocast::set_cpu_enabled(true);
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      break;
-    case Precision::kFp16:  // CUDA autocast; only reachable on CUDA builds (ParsePrecision)
-      previous_enabled_ = at::autocast::is_enabled();
-      previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(at::kHalf);
-      break;
+namespace {
+
+// LibTorch 2.4 replaced the per-backend autocast calls by ones that take the device type.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+bool AutocastEnabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
+void SetAutocastEnabled(bool cuda, bool on) {
+  at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on);
+}
+at::ScalarType AutocastDtype(bool cuda) {
+  return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU);
+}
+void SetAutocastDtype(bool cuda, at::ScalarType dtype) {
+  at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, dtype);
+}
+#else
+bool AutocastEnabled(bool cuda) {
+  return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+}
+void SetAutocastEnabled(bool cuda, bool on) {
+  if (cuda) {
+    at::autocast::set_enabled(on);
+  } else {
+    at::autocast::set_cpu_enabled(on);
   }
+}
+at::ScalarType AutocastDtype(bool cuda) {
+  return cuda ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+void SetAutocastDtype(bool cuda, at::ScalarType dtype) {
+  if (cuda) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+}
+#endif
+
+}  // namespace
+
+AutocastGuard::AutocastGuard(Precision precision, bool cuda) : precision_(precision), cuda_(cuda) {
+  if (precision_ == Precision::kFp32) return;
+  previous_enabled_ = AutocastEnabled(cuda_);
+  previous_dtype_ = AutocastDtype(cuda_);
+  SetAutocastEnabled(cuda_, true);
+  SetAutocastDtype(cuda_, precision_ == Precision::kBf16 ? at::kBFloat16 : at::kHalf);
   at::autocast::increment_nesting();
 }
 
@@ -60,13 +80,8 @@ AutocastGuard::~AutocastGuard() {
   if (precision_ == Precision::kFp32) return;
   // As torch.autocast's __exit__: the cast cache lives until the outermost region ends.
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  if (precision_ == Precision::kBf16) {
-    at::autocast::set_cpu_enabled(previous_enabled_);
-    at::autocast::set_autocast_cpu_dtype(previous_dtype_);
-  } else {
-    at::autocast::set_enabled(previous_enabled_);
-    at::autocast::set_autocast_gpu_dtype(previous_dtype_);
-  }
+  SetAutocastEnabled(cuda_, previous_enabled_);
+  SetAutocastDtype(cuda_, previous_dtype_);
 }
 
 DynamicLossScaler::DynamicLossScaler(const LossScalerOptions& options)
@@ -80,18 +95,19 @@ DynamicLossScaler::DynamicLossScaler(const LossScalerOptions& options)
 
 torch::Tensor DynamicLossScaler::Scale(const torch::Tensor& loss) const { return loss * scale_; }
 
-bool DynamicLossScaler::UnscaleAndCheck(const std::vector<torch::Tensor>& params) {
+bool DynamicLossScaler::UnscaleAndCheck(const std::vector<torch::Tensor>& grads) {
   torch::NoGradGuard no_grad;
-  bool finite = true;
-  for (const torch::Tensor& p : params) {
-    const torch::Tensor& g = p.grad();
+  // One host read for all of them: the count of non-finite entries, summed on the device.
+  torch::Tensor bad;
+  for (const torch::Tensor& g : grads) {
     if (!g.defined()) continue;
-    torch::Tensor grad = g;  // shares storage: in-place ops act on the parameter's gradient
-    grad.div_(scale_);
-    if (finite && !torch::isfinite(grad).all().item<bool>()) finite = false;
+    torch::Tensor grad = g;  // shares storage: in-place ops act on the gradient itself
+    grad.mul_(1.0 / scale_);
+    torch::Tensor count = torch::logical_not(torch::isfinite(grad)).sum();
+    bad = bad.defined() ? bad.add_(count) : count;
   }
-  last_finite_ = finite;
-  return finite;
+  last_finite_ = !bad.defined() || bad.item<int64_t>() == 0;
+  return last_finite_;
 }
 
 void DynamicLossScaler::Update() {

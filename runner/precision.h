@@ -1,17 +1,16 @@
 // Numeric precision of the forward pass, as the config's `precision` names it.
 //
 //   fp32  plain float32 everywhere.
-//   bf16  LibTorch CPU autocast (at::autocast::set_cpu_enabled +
-//   set_autocast_cpu_dtype(kBFloat16)):
+//   bf16  LibTorch autocast on the rank's device (the CPU's or CUDA's) to bfloat16:
 //         matmul-heavy ops (linear, conv, matmul) run in bfloat16, precision-sensitive ones
 //         (softmax, losses) in float32; parameters, gradients and optimizer state stay float32,
 //         so allreduce and the optimizer are unchanged. bf16 has float32's exponent range, so it
 //         needs no loss scaling.
-//   fp16  CUDA builds only (BATCHLAB_WITH_NCCL): CUDA autocast to float16 plus dynamic loss
-//         scaling (Micikevicius et al. 2017). Compiled here, untested: this machine has no GPU.
+//   fp16  a CUDA device only (the Trainer refuses it on the CPU): CUDA autocast to float16 plus
+//         dynamic loss scaling (Micikevicius et al. 2017), as PyTorch's GradScaler does it.
 //
 //   Precision p = ParsePrecision(config.precision);      // BadConfig naming "precision"
-//   { AutocastGuard autocast(p); loss = loss_fn(model->forward(x), y); }
+//   { AutocastGuard autocast(p, device.is_cuda()); loss = loss_fn(model->forward(x), y); }
 //   loss.backward();                                       // outside the guard, as in PyTorch
 //
 // DynamicLossScaler is the loss-scaling state machine (pure arithmetic, so it is built and
@@ -19,7 +18,7 @@
 //
 //   scaler.Scale(loss).backward();
 //   buckets.AllreduceGradients(...);                 // same gradients on every rank, so
-//   if (scaler.UnscaleAndCheck(params)) opt.step();  // every rank takes the same decision
+//   if (scaler.UnscaleAndCheck(grads)) opt.step();   // every rank takes the same decision
 //   scaler.Update();
 #ifndef BATCHLAB_RUNNER_PRECISION_H_
 #define BATCHLAB_RUNNER_PRECISION_H_
@@ -34,7 +33,7 @@ namespace batchlab::runner {
 
 enum class Precision { kFp32, kBf16, kFp16 };
 
-// "fp32" | "bf16" | "fp16" (CUDA builds). Throws BadConfig naming "precision" otherwise.
+// "fp32" | "bf16" | "fp16". Throws BadConfig naming "precision" otherwise.
 Precision ParsePrecision(const std::string& name);
 const char* PrecisionName(Precision precision);
 
@@ -42,13 +41,14 @@ const char* PrecisionName(Precision precision);
 // previous autocast state and clears the cast cache on destruction. Not copyable.
 class AutocastGuard {
  public:
-  explicit AutocastGuard(Precision precision);
+  AutocastGuard(Precision precision, bool cuda);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
   Precision precision_;
+  bool cuda_;
   bool previous_enabled_ = false;
   at::ScalarType previous_dtype_ = at::kFloat;
 };
@@ -67,9 +67,17 @@ class DynamicLossScaler {
  public:
   explicit DynamicLossScaler(const LossScalerOptions& options = LossScalerOptions());
   torch::Tensor Scale(const torch::Tensor& loss) const;
-  // Divides every defined gradient by the scale; returns true if all entries are finite (take
-  // the optimizer step), false if the step must be skipped. Remembers the answer for Update().
-  bool UnscaleAndCheck(const std::vector<torch::Tensor>& params);
+  // Divides every defined gradient (in place) by the scale; returns true if all entries are
+  // finite (take the optimizer step), false if the step must be skipped (one host read for all
+  // of them). Remembers the answer for Update().
+  bool UnscaleAndCheck(const std::vector<torch::Tensor>& grads);
+  // For checkpoints: the whole state, and setting it back.
+  int64_t good_steps() const { return good_steps_; }
+  void Restore(double scale, int64_t good_steps, int64_t skipped) {
+    scale_ = scale;
+    good_steps_ = good_steps;
+    skipped_ = skipped;
+  }
   void Update();
   double scale() const { return scale_; }
   int64_t skipped_steps() const { return skipped_; }

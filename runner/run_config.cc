@@ -3,6 +3,8 @@
 // per declared field from its path to the member of RunConfig that holds it.
 #include "runner/run_config.h"
 
+#include <torch/cuda.h>
+
 #include <fstream>
 #include <functional>
 #include <set>
@@ -268,10 +270,15 @@ void CheckCombinations(const json& j, RunConfig& c) {
         "budget: no limit set; give at least one of epochs, steps, samples, seconds, "
         "e.g. \"budget\": {\"epochs\": 1}");
   }
-  if (c.precision == "fp16") {
+  if (c.precision == "fp16" && !torch::cuda::is_available()) {
     throw BadConfig(
-        "precision: \"fp16\" needs a CUDA device and this runner trains on the CPU; "
-        "use \"fp32\" or \"bf16\"");
+        "precision: \"fp16\" needs a CUDA device and none is visible to this runner (a CPU "
+        "LibTorch, or no GPU here: docs/gpu.md); use \"fp32\" or \"bf16\", or validate on a "
+        "GPU node");
+  }
+  if (c.precision == "fp16" && c.comm.sync != "allreduce" && c.comm.sync != "local_sgd") {
+    throw BadConfig("precision: \"fp16\" (loss scaling) works with comm.sync allreduce and "
+                    "local_sgd, not \"" + c.comm.sync + "\"; use \"bf16\" (no loss scaling)");
   }
 }
 

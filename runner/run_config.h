@@ -109,6 +109,9 @@ struct RunConfig {
   double divergence_factor = config::Default<double>("divergence_factor");
   int64_t threads = config::Default<int64_t>("threads");
   std::string precision = config::Default<std::string>("precision");  // fp32 | bf16 | fp16
+  // Not from the JSON: the CUDA device this rank trains on, -1 for the CPU (main.cc sets it from
+  // ChooseCudaDevice, device.h; the parameter-server modes stay on the CPU).
+  int cuda_device = -1;
   std::string mode = config::Default<std::string>("mode");            // train | noop
 };
 

@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <fstream>
 #include <limits>
 
 #include "base/run_values.h"
+#include "runner/device.h"
 #include "runner/datasets/synthetic_linear.h"
 #include "runner/gradient_buckets.h"
 #include "runner/optimizer_factory.h"
@@ -34,6 +37,9 @@ constexpr int64_t kElapsedSlot = 2;  // seconds since start      -> mean over ra
 constexpr int64_t kStopSlot = 3;     // rank 0 saw the stop file -> > 0 on every rank
 constexpr int64_t kPreemptSlot = 4;  // a rank was signalled     -> > 0 on every rank
 constexpr int64_t kStatSlots = 5;
+// The marks of a step's StepClock: before the data, after it, after compute, after the
+// exchange, after the optimizer, at the end.
+enum Mark { kBegin, kData, kCompute, kComm, kOptim, kEnd, kMarks };
 constexpr double kStopCheckSeconds = 0.1;  // rank 0 looks for the stop file at most this often
 constexpr int64_t kEvalChunk = 2048;
 
@@ -65,15 +71,35 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
     throw RunnerError(RunnerError::Kind::kInternal, "Trainer: world_size > 1 needs a communicator");
   }
   torch::manual_seed(config_.seed);  // identical initialization on every rank
-  model_ = MakeModel(config_.model, data_);
+  sync_ = ParseSyncMode(config_.comm.sync);
+  // The parameter server exchanges host memory by hand (trainer_ps.cc): its ranks stay on the CPU.
+  if (!IsParameterServer(sync_)) device_ = TrainingDevice(config_);
+  model_ = MakeModel(config_.model, data_);  // initialized on the CPU: the same on every device
+  if (device_.is_cuda()) model_->to(device_);
   params_ = model_->parameters();
   param_count_ = model_->ParameterCount();
   precision_ = ParsePrecision(config_.precision);
-  sync_ = ParseSyncMode(config_.comm.sync);
+  if (precision_ == Precision::kFp16) {
+    if (!device_.is_cuda()) {
+      throw BadConfig(
+          "precision: \"fp16\" needs a CUDA device and this rank trains on the CPU (docs/gpu.md); "
+          "use \"fp32\" or \"bf16\"");
+    }
+    // BATCHLAB_LOSS_SCALE: the first scale (default 2^16), for the GPU checks that make it
+    // overflow on purpose (scripts/gpu/runner_vs_pytorch.py).
+    LossScalerOptions scaling;
+    if (const char* first = std::getenv("BATCHLAB_LOSS_SCALE"); first != nullptr && *first) {
+      scaling.initial_scale = std::atof(first);
+    }
+    scaler_ = std::make_unique<DynamicLossScaler>(scaling);
+  }
+  clock_ = std::make_unique<StepClock>(device_, kMarks);
+  const torch::TensorOptions on_device = torch::TensorOptions().device(device_);
+  host_stats_ = torch::zeros({kStatSlots});
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
   if (world_ > 1 && sync_ == SyncMode::kAllreduce) {
-    stats_ = torch::zeros({kStatSlots}, torch::TensorOptions().requires_grad(true));
-    stats_.mutable_grad() = torch::zeros({kStatSlots});
+    stats_ = torch::zeros({kStatSlots}, on_device.requires_grad(true));
+    stats_.mutable_grad() = torch::zeros({kStatSlots}, on_device);
     std::vector<torch::Tensor> bucketed = params_;
     bucketed.push_back(stats_);  // last, so the model's gradients keep their natural order
     buckets_ = std::make_unique<GradientBuckets>(bucketed, config_.comm.bucket_mb);
@@ -105,18 +131,73 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   lr_ = std::make_unique<LrSchedule>(config_.lr, config_.batch_size, total_steps_, spe);
   optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));
   if (sync_ == SyncMode::kLag) {
-    lagged_ = std::make_unique<LaggedGradient>(param_count_, comm_, timeout);
+    lagged_ = std::make_unique<LaggedGradient>(param_count_, comm_, timeout, on_device);
   }
 
+  PlaceData();
   const int64_t local = config_.local_batch_size;
   std::vector<int64_t> x_shape = {local, data_.features()};
-  batch_x_ = torch::empty(x_shape, data_.train_x.options());
-  if (data_.train_pixels.defined()) batch_pixels_ = torch::empty(x_shape, torch::kUInt8);
   std::vector<int64_t> y_shape = data_.train_y.sizes().vec();
   y_shape[0] = local;
-  batch_y_ = torch::empty(y_shape, data_.train_y.options());
-  prev_grad_ = torch::zeros({param_count_});
-  scratch_ = torch::zeros({param_count_});
+  batch_x_ = torch::empty(x_shape, data_.train_x.options().device(device_));
+  batch_y_ = torch::empty(y_shape, data_.train_y.options().device(device_));
+  // Gathered where the training set lives: on the device, or (too large for it) on the host, in
+  // pinned memory, then copied without blocking.
+  const bool pinned = device_.is_cuda() && !data_on_device_;
+  const torch::Device gather_device = data_on_device_ ? device_ : torch::Device(torch::kCPU);
+  if (data_.train_pixels.defined()) {
+    batch_pixels_ = torch::empty(x_shape, torch::TensorOptions(torch::kUInt8)
+                                              .device(gather_device)
+                                              .pinned_memory(pinned));
+  }
+  if (pinned) {
+    host_x_ = torch::empty(x_shape, data_.train_x.options().pinned_memory(true));
+    host_y_ = torch::empty(y_shape, data_.train_y.options().pinned_memory(true));
+  }
+  prev_grad_ = torch::zeros({param_count_}, on_device);
+  scratch_ = torch::zeros({param_count_}, on_device);
+}
+
+void Trainer::PlaceData() {
+  train_x_ = data_.train_x;
+  train_y_ = data_.train_y;
+  train_pixels_ = data_.train_pixels;
+  test_x_ = data_.test_x;
+  test_y_ = data_.test_y;
+  if (!device_.is_cuda()) return;
+  // The training rows as the trainer gathers them (the bytes of an image set, else the floats).
+  const torch::Tensor& rows = train_pixels_.defined() ? train_pixels_ : train_x_;
+  int64_t bytes = 0;
+  const std::initializer_list<const torch::Tensor*> resident = {&rows, &train_y_, &test_x_,
+                                                                &test_y_};
+  for (const torch::Tensor* t : resident) {
+    bytes += t->numel() * static_cast<int64_t>(t->element_size());
+  }
+  data_on_device_ = FitsOnDevice(device_, bytes);
+  if (data_on_device_) {  // copied once; every step gathers on the device
+    if (train_pixels_.defined()) {
+      train_pixels_ = train_pixels_.to(device_);
+    } else {
+      train_x_ = train_x_.to(device_);
+    }
+    train_y_ = train_y_.to(device_);
+    test_x_ = test_x_.to(device_);  // read in chunks by every evaluation
+    test_y_ = test_y_.to(device_);
+    // A step's row indices go up through a pinned buffer without blocking (a pageable copy
+    // would wait for the previous step's kernels).
+    rows_host_ = torch::empty({config_.local_batch_size}, torch::TensorOptions(torch::kInt64)
+                                                              .pinned_memory(true));
+    rows_device_ = torch::empty({config_.local_batch_size}, torch::TensorOptions(torch::kInt64)
+                                                                .device(device_));
+  }
+}
+
+std::vector<torch::Tensor> Trainer::GradientTensors() const {
+  if (grads_.defined()) return {grads_};
+  std::vector<torch::Tensor> grads;
+  grads.reserve(params_.size());
+  for (const auto& p : params_) grads.push_back(p.grad());
+  return grads;
 }
 
 Trainer::~Trainer() = default;
@@ -124,7 +205,7 @@ Trainer::~Trainer() = default;
 void Trainer::BindGradientsToFlatBuffer() {
   // Autograd accumulates into an existing .grad in place, so after backward the gradients sit
   // in grads_ already flat: norms and micro-batch differences need no gathering.
-  grads_ = torch::zeros({param_count_});
+  grads_ = torch::zeros({param_count_}, torch::TensorOptions().device(device_));
   int64_t offset = 0;
   for (auto& p : params_) {
     p.mutable_grad() =
@@ -155,7 +236,7 @@ torch::Tensor Trainer::FlatParameters() const {
   std::vector<torch::Tensor> parts;
   parts.reserve(params_.size());
   for (const auto& p : params_) parts.push_back(p.detach().reshape({-1}));
-  return torch::cat(parts).contiguous();
+  return torch::cat(parts).to(torch::kCPU).contiguous();
 }
 
 void Trainer::Allreduce(torch::Tensor& tensor, ReduceOp op) {
@@ -202,28 +283,33 @@ double Trainer::ComputeGradients(bool measure_micro) {
   if (measure_micro && m == 1 && local >= 2 && local % 2 == 0) m = 2;  // two half-batches
   const int64_t mb = local / m;
   const bool measured = measure_micro && m > 1;
-  const bool bf16 = precision_ == Precision::kBf16;
+  const bool autocast = precision_ != Precision::kFp32;
+  const double loss_scale = scaler_ ? scaler_->scale() : 1.0;  // fp16: backward of S * loss
 
   ZeroGradients();
   if (measured) prev_grad_.zero_();
-  double loss_sum = 0, sq_sum = 0;
+  // Summed where the loss is, in double as the host did it: no host read per micro-batch.
+  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions(torch::kFloat64).device(device_));
+  double sq_sum = 0;
   for (int64_t i = 0; i < m; ++i) {
     torch::Tensor xb = m == 1 ? batch_x_ : batch_x_.narrow(0, i * mb, mb);
     torch::Tensor yb = m == 1 ? batch_y_ : batch_y_.narrow(0, i * mb, mb);
     torch::Tensor loss;
     {
-      AutocastGuard autocast(precision_);
+      AutocastGuard guard(precision_, device_.is_cuda());
       torch::Tensor out = model_->forward(xb);
-      loss = Loss(bf16 ? out.to(torch::kFloat32) : out, yb);
+      loss = Loss(autocast ? out.to(torch::kFloat32) : out, yb);
     }
     // The sum of micro-steps is the mean, and (with buckets) the sum over ranks too.
     const double scale = grad_scale_ / static_cast<double>(m);
-    if (scale == 1.0) {
+    if (scaler_) {
+      (loss * (scale * loss_scale)).backward();
+    } else if (scale == 1.0) {
       loss.backward();
     } else {
       (loss * scale).backward();
     }
-    loss_sum += loss.item<double>();
+    loss_sum.add_(loss.detach().to(torch::kFloat64));
     if (measured) {
       // This micro-batch's gradient is m * (grads after - grads before).
       torch::sub_out(scratch_, grads_, prev_grad_);
@@ -232,8 +318,9 @@ double Trainer::ComputeGradients(bool measure_micro) {
     }
   }
   gns_b_small_ = measured ? mb : 0;
-  gns_sq_small_ = measured ? sq_sum / static_cast<double>(m) : 0;
-  return loss_sum / static_cast<double>(m);
+  // Of the unscaled gradients (fp16: the micro-batch gradients carry S).
+  gns_sq_small_ = measured ? sq_sum / static_cast<double>(m) / (loss_scale * loss_scale) : 0;
+  return loss_sum.item<double>() / static_cast<double>(m);
 }
 
 EvalResult Trainer::Evaluate(bool collective) {
@@ -245,11 +332,11 @@ EvalResult Trainer::Evaluate(bool collective) {
   double loss_sum = 0, correct = 0;
   for (int64_t at = begin; at < end; at += kEvalChunk) {
     const int64_t rows = std::min(kEvalChunk, end - at);
-    torch::Tensor x = data_.test_x.narrow(0, at, rows);
-    torch::Tensor y = data_.test_y.narrow(0, at, rows);
+    torch::Tensor x = test_x_.narrow(0, at, rows).to(device_);  // no copy when it is there
+    torch::Tensor y = test_y_.narrow(0, at, rows).to(device_);
     torch::Tensor out;
     {
-      AutocastGuard autocast(precision_);
+      AutocastGuard autocast(precision_, device_.is_cuda());
       out = model_->forward(x).to(torch::kFloat32);
     }
     if (data_.classes > 0) {
@@ -290,7 +377,9 @@ void Trainer::WriteStart() {
                                  {"total_steps", total_steps_},
                                  {"steps_per_epoch", sampler_->steps_per_epoch()},
                                  {"backend", comm_ != nullptr ? comm_->backend() : "none"},
-                                 {"sync", config_.comm.sync}};
+                                 {"sync", config_.comm.sync},
+                                 {"device", DeviceName(device_)},
+                                 {"precision", PrecisionName(precision_)}};
   if (const int64_t tokens = model_->TokensPerSample(); tokens > 0) {  // a language model
     line["tokens_per_step"] = config_.batch_size * tokens;
     line["flops_per_step"] =
@@ -300,14 +389,31 @@ void Trainer::WriteStart() {
 }
 
 void Trainer::GatherBatch() {
-  const torch::Tensor rows = sampler_->Next();
-  if (data_.train_pixels.defined()) {  // the same values, from a quarter of the memory
-    torch::index_select_out(batch_pixels_, data_.train_pixels, 0, rows);
+  torch::Tensor rows = sampler_->Next();
+  if (data_on_device_) {
+    rows_host_.copy_(rows);  // the previous step's copy is done: its loss was read since
+    rows_device_.copy_(rows_host_, /*non_blocking=*/true);
+    rows = rows_device_;
+  }
+  if (host_x_.defined()) {  // a CUDA rank whose training set stayed on the host
+    if (train_pixels_.defined()) {
+      torch::index_select_out(batch_pixels_, train_pixels_, 0, rows);  // pinned
+      PixelsToFloat(batch_pixels_.to(device_, /*non_blocking=*/true), batch_x_);
+    } else {
+      torch::index_select_out(host_x_, train_x_, 0, rows);
+      batch_x_.copy_(host_x_, /*non_blocking=*/true);
+    }
+    torch::index_select_out(host_y_, train_y_, 0, rows);
+    batch_y_.copy_(host_y_, /*non_blocking=*/true);
+    return;
+  }
+  if (train_pixels_.defined()) {  // the same values, from a quarter of the memory
+    torch::index_select_out(batch_pixels_, train_pixels_, 0, rows);
     PixelsToFloat(batch_pixels_, batch_x_);
   } else {
-    torch::index_select_out(batch_x_, data_.train_x, 0, rows);
+    torch::index_select_out(batch_x_, train_x_, 0, rows);
   }
-  torch::index_select_out(batch_y_, data_.train_y, 0, rows);
+  torch::index_select_out(batch_y_, train_y_, 0, rows);
 }
 
 void Trainer::RecordTarget(double value, double seconds) {
@@ -424,7 +530,9 @@ Outcome Trainer::Run() {
 Outcome Trainer::RunCollective() {
   const bool lag = sync_ == SyncMode::kLag, local_sgd = sync_ == SyncMode::kLocalSgd;
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
-  float* extra = buckets_ ? stats_.grad().data_ptr<float>() : nullptr;
+  // allreduce, K > 1: the shared values, written here and copied into the last bucket's slot
+  // (on a CUDA rank a device buffer), and read back from it after the exchange.
+  float* extra = buckets_ ? host_stats_.data_ptr<float>() : nullptr;
   // lag, local_sgd: the step's shared values in a collective of their own (same slots).
   torch::Tensor shared = torch::zeros({kStatSlots});
   float* sh = shared.data_ptr<float>();
@@ -438,12 +546,15 @@ Outcome Trainer::RunCollective() {
     const bool measure =
         sync_ == SyncMode::kAllreduce && config_.gns_every_steps > 0 &&
         step_ % config_.gns_every_steps == 0;
-    const Clock::time_point t0 = Clock::now();
+    StepClock& clock = *clock_;
+    clock.Mark(kBegin);
     GatherBatch();
-    const Clock::time_point t1 = Clock::now();
+    clock.Mark(kData);
     const double local_loss = ComputeGradients(measure && world_ == 1);
     straggler_->MaybeDelay(step_);
-    const Clock::time_point t2 = Clock::now();
+    clock.Mark(kCompute);
+    const Clock::time_point t2 = clock.HostTime(kCompute);
+    const double loss_scale = scaler_ ? scaler_->scale() : 1.0;  // this step's (fp16)
 
     SyncFacts facts;
     facts.effective_batch = config_.batch_size;
@@ -460,11 +571,15 @@ Outcome Trainer::RunCollective() {
       // Summed like the gradients, so each carries 1/K (the local gradient holds 1/K already:
       // |g/K|^2 * K = |g|^2 / K).
       extra[kLossSlot] = static_cast<float>(local_loss * grad_scale_);
-      extra[kLocalSqSlot] = measure ? static_cast<float>(GradSquaredNorm() / grad_scale_) : 0.0f;
+      extra[kLocalSqSlot] =
+          measure ? static_cast<float>(GradSquaredNorm() / grad_scale_ / (loss_scale * loss_scale))
+                  : 0.0f;
       extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2) * grad_scale_);
       extra[kStopSlot] = StopRequested() ? static_cast<float>(grad_scale_) : 0.0f;
       extra[kPreemptSlot] = PreemptRequested() ? static_cast<float>(grad_scale_) : 0.0f;
+      stats_.mutable_grad().copy_(host_stats_);
       buckets_->AllreduceGradients(*comm_, timeout, ReduceOp::kSum);
+      host_stats_.copy_(stats_.grad());  // the one host read of the step's shared values
       stop = extra[kStopSlot] > 0;
       preempt = extra[kPreemptSlot] > 0;
       loss = extra[kLossSlot];
@@ -486,10 +601,18 @@ Outcome Trainer::RunCollective() {
       stop = StopRequested();
       preempt = PreemptRequested();
     }
-    const Clock::time_point t3 = Clock::now();
+    clock.Mark(kComm);
+    // fp16: the gradient this step applies, unscaled; an Inf/NaN in it skips the step (every
+    // rank holds the same gradient after allreduce, so all skip together; local SGD ranks decide
+    // alone until they average).
+    bool finite = true;
+    if (scaler_ && apply) {
+      finite = scaler_->UnscaleAndCheck(GradientTensors());
+      apply = finite;
+    }
 
     nlohmann::ordered_json line = nlohmann::ordered_json::object();  // the noise measurement
-    if (metrics_ != nullptr && measure && (world_ > 1 || gns_b_small_ > 0)) {
+    if (metrics_ != nullptr && measure && finite && (world_ > 1 || gns_b_small_ > 0)) {
       line["gns_b_small"] = world_ > 1 ? config_.local_batch_size : gns_b_small_;
       line["gns_b_big"] = config_.batch_size;
       line["gns_sq_small"] = world_ > 1 ? static_cast<double>(extra[kLocalSqSlot]) : gns_sq_small_;
@@ -497,9 +620,9 @@ Outcome Trainer::RunCollective() {
       if (data_.truth && config_.model.name == "logreg") {
         const auto named = model_->named_parameters();
         const torch::Tensor* bias = named.find("linear.bias");
-        NoiseScaleTruth truth =
-            TrueNoiseScale(*data_.truth, named["linear.weight"],
-                           bias != nullptr ? std::optional<torch::Tensor>(*bias) : std::nullopt);
+        NoiseScaleTruth truth = TrueNoiseScale(
+            *data_.truth, named["linear.weight"].to(torch::kCPU),
+            bias != nullptr ? std::optional<torch::Tensor>(bias->to(torch::kCPU)) : std::nullopt);
         line["gns_true_sq"] = truth.grad_sq;
         line["gns_true_trace"] = truth.trace_sigma;
         line["gns_true_b_simple"] = truth.b_simple;
@@ -511,8 +634,10 @@ Outcome Trainer::RunCollective() {
       SetLearningRate(*optimizer_, lr);
       optimizer_->step();
     }
-    const Clock::time_point t4 = Clock::now();
-    double comm_seconds = Seconds(t2, t3);
+    if (scaler_) scaler_->Update();
+    clock.Mark(kOptim);
+    const Clock::time_point t4 = clock.HostTime(kOptim);
+    double comm_seconds = -1;  // the exchange's, below (local SGD: its average's)
     if (local_sgd) {
       // Every rank stepped alone; average at every H-th step, every evaluation and the last step.
       const bool sync_point =
@@ -534,7 +659,8 @@ Outcome Trainer::RunCollective() {
         loss = sh[kLossSlot];
       }
     }
-    const Clock::time_point t5 = Clock::now();
+    clock.Mark(kEnd);
+    const Clock::time_point t5 = clock.HostTime(kEnd);
     if (buckets_) {
       p.elapsed = extra[kElapsedSlot];
     } else if (world_ > 1 && (lag || local_sgd)) {
@@ -548,11 +674,15 @@ Outcome Trainer::RunCollective() {
       nlohmann::ordered_json step_line = StepLine(loss, facts);
       step_line.update(line);
       step_line["lr"] = lr;
-      step_line["step_seconds"] = Seconds(t0, t5);
-      step_line["data_seconds"] = Seconds(t0, t1);
-      step_line["compute_seconds"] = Seconds(t1, t2);
-      step_line["comm_seconds"] = comm_seconds;
-      step_line["optim_seconds"] = Seconds(t3, t4);
+      step_line["step_seconds"] = clock.Seconds(kBegin, kEnd);
+      step_line["data_seconds"] = clock.Seconds(kBegin, kData);
+      step_line["compute_seconds"] = clock.Seconds(kData, kCompute);
+      step_line["comm_seconds"] = comm_seconds >= 0 ? comm_seconds : clock.Seconds(kCompute, kComm);
+      step_line["optim_seconds"] = clock.Seconds(kComm, kOptim);
+      if (scaler_) {
+        step_line["loss_scale"] = loss_scale;
+        step_line["skipped_steps"] = scaler_->skipped_steps();
+      }
       metrics_->Write(step_line);
     }
     // Every decision uses values all ranks share, so all ranks agree (local_sgd: only at the

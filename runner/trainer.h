@@ -42,6 +42,7 @@
 #include "runner/communicator.h"
 #include "runner/datasets/dataset.h"
 #include "runner/datasets/shard_sampler.h"
+#include "runner/device.h"
 #include "runner/gradient_buckets.h"
 #include "runner/lr_schedule.h"
 #include "runner/metrics_writer.h"
@@ -139,6 +140,10 @@ class Trainer {
   Outcome RunCollective();           // allreduce, lag, local_sgd (this file)
   Outcome RunServer();               // async_ps, backup: rank 0 (trainer_ps.cc)
   Outcome RunWorker();               // async_ps, backup: the other ranks (trainer_ps.cc)
+  // The data set where the steps read it: on a CUDA device when it fits (copied once), else
+  // the host's tensors (gathered into pinned buffers and copied without blocking).
+  void PlaceData();
+  std::vector<torch::Tensor> GradientTensors() const;  // grads_, or every parameter's .grad()
   void BindGradientsToFlatBuffer();  // one rank: every .grad() a view into grads_
   void ZeroGradients();
   double GradSquaredNorm();  // of the model's gradients (not stats_)
@@ -183,7 +188,16 @@ class Trainer {
   std::unique_ptr<LrSchedule> lr_;
   std::unique_ptr<ShardSampler> sampler_;
 
+  // The rank's device (device.h): the CPU, or the CUDA device main.cc chose; the model, its
+  // gradients and optimizer state, the buckets and (where it fits) the data set live there.
+  torch::Device device_{torch::kCPU};
+  std::unique_ptr<StepClock> clock_;  // a step's phase times (CUDA events on a CUDA device)
+  torch::Tensor train_x_, train_y_, train_pixels_, test_x_, test_y_;  // on device_ or the host
+  bool data_on_device_ = false;
+  torch::Tensor host_x_, host_y_;  // pinned staging of a batch (CUDA, data set on the host)
+  torch::Tensor rows_host_, rows_device_;  // a step's row indices (CUDA, data set on it)
   Precision precision_ = Precision::kFp32;  // config "precision", parsed once
+  std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
   SyncMode sync_ = SyncMode::kAllreduce;    // config "comm.sync", parsed once
   std::unique_ptr<GradientBuckets> buckets_;  // K > 1
   // 1/K with buckets_ (the loss carries the average's 1/K, so the buckets are summed: no division
@@ -206,6 +220,7 @@ class Trainer {
   bool prune_bound_passed_ = false;
   std::chrono::steady_clock::time_point last_stop_check_{};
   torch::Tensor stats_;                // K > 1: [loss, |g_local|^2, seconds, stop] as a "grad"
+  torch::Tensor host_stats_;           // the same slots on the host (written, then read back)
   torch::Tensor grads_;                // K = 1: all gradients, flat
   torch::Tensor prev_grad_, scratch_;  // one-rank noise measurement
   torch::Tensor batch_x_, batch_y_;    // [local_batch, F], [local_batch] or [local_batch, 1]

@@ -234,7 +234,12 @@ json Trainer::StateScalars() const {
           {"sampler_position", sampler_->position()},
           {"sampler_epoch", sampler_->epoch()},
           {"last_average", last_average_},
-          {"sync", config_.comm.sync}};
+          {"sync", config_.comm.sync},
+          // fp16's dynamic loss scale (null otherwise): the skip/grow machine goes on as it was.
+          {"loss_scaler", scaler_ ? json{{"scale", scaler_->scale()},
+                                         {"good_steps", scaler_->good_steps()},
+                                         {"skipped", scaler_->skipped_steps()}}
+                                  : json(nullptr)}};
 }
 
 NamedTensors Trainer::StateTensors() {
@@ -246,6 +251,11 @@ NamedTensors Trainer::StateTensors() {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
     t.emplace_back("rng.cpu", gen.get_state());
+  }
+  if (device_.is_cuda()) {  // dropout and other random kernels on the device
+    at::Generator gen = DefaultGenerator(device_);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    t.emplace_back("rng.cuda", gen.get_state());
   }
   t.emplace_back("losses", torch::tensor(losses_, torch::kFloat64));
   if (lagged_) {
@@ -331,6 +341,16 @@ void Trainer::RestoreState(const CheckpointFile& file) {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
     gen.set_state(file.Tensor("rng.cpu"));
+  }
+  if (device_.is_cuda() && file.Has("rng.cuda")) {
+    at::Generator gen = DefaultGenerator(device_);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(file.Tensor("rng.cuda"));
+  }
+  if (scaler_ && s.contains("loss_scaler") && s.at("loss_scaler").is_object()) {
+    const json& l = s.at("loss_scaler");
+    scaler_->Restore(l.at("scale").get<double>(), l.at("good_steps").get<int64_t>(),
+                     l.at("skipped").get<int64_t>());
   }
   const torch::Tensor losses = file.Tensor("losses").to(torch::kFloat64).contiguous();
   losses_.assign(losses.data_ptr<double>(), losses.data_ptr<double>() + losses.numel());

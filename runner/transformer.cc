@@ -63,7 +63,10 @@ torch::Tensor Transformer::forward(torch::Tensor x) {
   if (x.dim() == 1) x = x.unsqueeze(0);
   const torch::Tensor tokens = x.to(torch::kInt64);
   const int64_t t = tokens.size(1);
-  torch::Tensor h = tok_->forward(tokens) + pos_->forward(torch::arange(t, torch::kInt64));
+  // Positions and the mask on the tokens' device (the mask is no registered buffer, so it does
+  // not follow Module::to; it moves here once).
+  if (causal_mask_.device() != tokens.device()) causal_mask_ = causal_mask_.to(tokens.device());
+  torch::Tensor h = tok_->forward(tokens) + pos_->forward(torch::arange(t, tokens.options()));
   for (auto& block : blocks_) h = block->forward(h, causal_mask_);
   h = ln_f_->forward(h);
   return torch::matmul(h, tok_->weight.t());  // tied output: [B, T, vocab]

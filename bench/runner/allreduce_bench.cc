@@ -9,6 +9,9 @@
 //
 //   mpirun -np 2 build/bench/runner/allreduce_bench [--max-mib 256] [--reps 9] [--bucket-mb 25]
 //       [--backend mpi|gloo|nccl]   (nccl: a CUDA build; one rank per GPU)
+//       [--device cpu|cuda]         (cuda: the "comm" column reduces a device buffer in place,
+//                                    as a CUDA rank's gradient buckets are; cpu: a host buffer,
+//                                    which nccl stages through the GPU)
 //
 // Prints a table on rank 0 and, per size >= 1 MiB, a JSON line for bench/run
 // ({"row", "value", "baseline", "unit", ...}, bench/README.md). Exits 1 if the fused
@@ -58,12 +61,14 @@ int main(int argc, char** argv) {
   int max_mib = 256, reps = 9;
   double bucket_mb = 25;
   std::string backend = "mpi";  // nccl: CUDA builds (stages host tensors through the GPU)
+  std::string device = "cpu";
   for (int i = 1; i + 1 < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--max-mib") max_mib = std::atoi(argv[++i]);
     if (a == "--reps") reps = std::max(1, std::atoi(argv[++i]));
     if (a == "--bucket-mb") bucket_mb = std::atof(argv[++i]);
     if (a == "--backend") backend = argv[++i];
+    if (a == "--device") device = argv[++i];
   }
   torch::set_num_threads(1);
   const batchlab::runner::RankInfo info = batchlab::runner::RankInfoFromEnvironment();
@@ -76,8 +81,9 @@ int main(int argc, char** argv) {
   const auto timeout = std::chrono::seconds(600);
   bool ok = true;
   if (rank == 0) {
-    std::printf("# %d ranks, backend %s, bucket_mb %g, median of %d; busbw = bytes/s * 2(n-1)/n\n",
-                n, backend.c_str(), bucket_mb, reps);
+    std::printf("# %d ranks, backend %s, comm buffer on %s, bucket_mb %g, median of %d; "
+                "busbw = bytes/s * 2(n-1)/n\n",
+                n, backend.c_str(), device.c_str(), bucket_mb, reps);
     std::printf("%10s %14s %14s %8s %14s\n", "size", "fused GB/s", "MPI GB/s", "ratio",
                 "comm GB/s");
   }
@@ -98,7 +104,8 @@ int main(int argc, char** argv) {
     const int rounds = bytes >= (int64_t{64} << 20) ? std::min(reps, 5) : reps;
     // The communicator's own Allreduce of one flat buffer, called even on one rank (the buckets
     // skip it there): on a single GPU this is the nccl backend's whole data path.
-    torch::Tensor flat = torch::empty({numel});
+    torch::Tensor flat = torch::empty(
+        {numel}, torch::TensorOptions().device(device == "cuda" ? torch::kCUDA : torch::kCPU));
     std::vector<double> fused_s, raw_s, comm_s;
     for (int r = -1; r < rounds; ++r) {
       flat.fill_(static_cast<float>(rank + 1));

@@ -11,10 +11,10 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 LaggedGradient::LaggedGradient(int64_t numel, Communicator* comm,
-                               std::chrono::milliseconds timeout)
+                               std::chrono::milliseconds timeout, torch::TensorOptions options)
     : comm_(comm), timeout_(timeout) {
-  buffers_[0] = torch::zeros({numel});
-  buffers_[1] = torch::zeros({numel});
+  buffers_[0] = torch::zeros({numel}, options);
+  buffers_[1] = torch::zeros({numel}, options);
 }
 
 torch::Tensor LaggedGradient::WaitInFlight(double* wait_seconds) {

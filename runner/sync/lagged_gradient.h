@@ -22,7 +22,9 @@ namespace batchlab::runner {
 
 class LaggedGradient {
  public:
-  LaggedGradient(int64_t numel, Communicator* comm, std::chrono::milliseconds timeout);
+  // `options`: the gradients' device (and float32), where the two buffers live.
+  LaggedGradient(int64_t numel, Communicator* comm, std::chrono::milliseconds timeout,
+                 torch::TensorOptions options = torch::TensorOptions());
   // Starts averaging a copy of `grads`; returns the previous call's averaged gradient (waiting
   // for it; valid until the next call), or an undefined tensor on the first call.
   // `wait_seconds` gets the time spent blocked.

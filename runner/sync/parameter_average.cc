@@ -15,7 +15,8 @@ double ParameterAverage::Run(std::vector<torch::Tensor> params, std::vector<torc
   all.insert(all.end(), state.begin(), state.end());
   all.push_back(shared);
   const int64_t n = FlatSize(all);
-  if (!buffer_.defined() || buffer_.numel() != n) buffer_ = torch::empty({n});
+  // On the parameters' device (a CUDA rank's average is one device buffer).
+  if (!buffer_.defined() || buffer_.numel() != n) buffer_ = torch::empty({n}, all.front().options());
   PackInto(all, buffer_);
   comm_.Allreduce(buffer_, ReduceOp::kAvg)->Wait(timeout_);
   UnpackFrom(buffer_, all);

@@ -27,9 +27,8 @@ TEST(PrecisionTest, ParsesNamesAndRejectsOthersNamingTheField) {
       EXPECT_EQ(std::string(e.what()).rfind("precision:", 0), 0u) << e.what();
     }
   }
-#ifndef BATCHLAB_WITH_NCCL
-  EXPECT_THROW(ParsePrecision("fp16"), RunnerError);  // CUDA builds only
-#endif
+  // fp16 parses everywhere; the Trainer refuses it on the CPU (runner_device_test).
+  EXPECT_EQ(ParsePrecision("fp16"), Precision::kFp16);
 }
 
 TEST(PrecisionTest, Bf16GuardRunsLinearInBfloat16AndRestoresState) {
@@ -40,7 +39,7 @@ TEST(PrecisionTest, Bf16GuardRunsLinearInBfloat16AndRestoresState) {
   EXPECT_EQ(reference.scalar_type(), torch::kFloat32);
   torch::Tensor y;
   {
-    AutocastGuard guard(Precision::kBf16);
+    AutocastGuard guard(Precision::kBf16, /*cuda=*/false);
     EXPECT_TRUE(at::autocast::is_cpu_enabled());
     y = layer->forward(x);
     EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
@@ -54,7 +53,7 @@ TEST(PrecisionTest, Bf16GuardRunsLinearInBfloat16AndRestoresState) {
   EXPECT_EQ(layer->weight.grad().scalar_type(), torch::kFloat32);
   EXPECT_GT(layer->weight.grad().abs().sum().item<double>(), 0);
 
-  AutocastGuard none(Precision::kFp32);
+  AutocastGuard none(Precision::kFp32, /*cuda=*/false);
   EXPECT_EQ(layer->forward(x).scalar_type(), torch::kFloat32);
 }
 
@@ -68,14 +67,14 @@ TEST(LossScalerTest, SkipsAndBacksOffOnOverflowGrowsAfterInterval) {
 
   // A finite step: gradients are divided by the scale.
   w.mutable_grad() = torch::full({3}, 2048.0);
-  EXPECT_TRUE(scaler.UnscaleAndCheck({w}));
+  EXPECT_TRUE(scaler.UnscaleAndCheck({w.grad()}));
   EXPECT_TRUE(torch::equal(w.grad(), torch::full({3}, 2.0)));
   scaler.Update();
   EXPECT_DOUBLE_EQ(scaler.scale(), 1024);  // one good step < interval
 
   // Overflow: skip, halve the scale, restart the count.
   w.mutable_grad() = torch::tensor({1.0f, std::numeric_limits<float>::infinity(), 0.0f});
-  EXPECT_FALSE(scaler.UnscaleAndCheck({w}));
+  EXPECT_FALSE(scaler.UnscaleAndCheck({w.grad()}));
   scaler.Update();
   EXPECT_DOUBLE_EQ(scaler.scale(), 512);
   EXPECT_EQ(scaler.skipped_steps(), 1);
@@ -83,10 +82,28 @@ TEST(LossScalerTest, SkipsAndBacksOffOnOverflowGrowsAfterInterval) {
   // Two finite steps in a row: the scale doubles.
   for (int i = 0; i < 2; ++i) {
     w.mutable_grad() = torch::ones({3});
-    EXPECT_TRUE(scaler.UnscaleAndCheck({w}));
+    EXPECT_TRUE(scaler.UnscaleAndCheck({w.grad()}));
     scaler.Update();
   }
   EXPECT_DOUBLE_EQ(scaler.scale(), 1024);
+
+  // NaN too, across several gradients, with one host read: skip.
+  torch::Tensor v = torch::ones({2}, torch::requires_grad());
+  w.mutable_grad() = torch::ones({3});
+  v.mutable_grad() = torch::tensor({std::numeric_limits<float>::quiet_NaN(), 1.0f});
+  EXPECT_FALSE(scaler.UnscaleAndCheck({w.grad(), v.grad()}));
+  scaler.Update();
+  EXPECT_DOUBLE_EQ(scaler.scale(), 512);
+  EXPECT_EQ(scaler.skipped_steps(), 2);
+
+  // A checkpoint's state restores the whole machine: one more good step doubles the scale.
+  DynamicLossScaler resumed(o);
+  resumed.Restore(scaler.scale(), 1, scaler.skipped_steps());
+  w.mutable_grad() = torch::ones({3});
+  EXPECT_TRUE(resumed.UnscaleAndCheck({w.grad()}));
+  resumed.Update();
+  EXPECT_DOUBLE_EQ(resumed.scale(), 1024);
+  EXPECT_EQ(resumed.skipped_steps(), 2);
 }
 
 }  // namespace

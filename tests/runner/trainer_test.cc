@@ -3,6 +3,7 @@
 #include "runner/trainer.h"
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 #include <vector>
 
 #include "runner/datasets/dataset.h"
+#include "runner/device.h"
+#include "runner/runner_error.h"
 
 namespace batchlab::runner {
 namespace {
@@ -67,6 +70,56 @@ TEST(TrainerTest, SameConfigAndSeedGiveTheSameLossCurve) {
   Trainer d(other, data, nullptr, nullptr, 0);
   d.Run();
   EXPECT_NE(a.losses(), d.losses());
+}
+
+// Where a rank trains (runner/device.h): BATCHLAB_DEVICE picks, and asking for what is not
+// there fails naming the variable; fp16 (loss scaling) needs a CUDA device; the start line says
+// where and how the run trained.
+TEST(TrainerTest, DeviceChoiceFp16OnTheCpuAndTheStartLine) {
+  const bool cuda = torch::cuda::is_available();
+  unsetenv("BATCHLAB_DEVICE");
+  EXPECT_EQ(ChooseCudaDevice(0), cuda ? 0 : -1);
+  setenv("BATCHLAB_DEVICE", "cpu", 1);
+  EXPECT_EQ(ChooseCudaDevice(0), -1);
+  for (const char* bad : {"tpu", "cuda"}) {
+    if (std::string(bad) == "cuda" && cuda) continue;
+    setenv("BATCHLAB_DEVICE", bad, 1);
+    try {
+      ChooseCudaDevice(0);
+      ADD_FAILURE() << "accepted BATCHLAB_DEVICE=" << bad;
+    } catch (const RunnerError& e) {
+      EXPECT_EQ(e.exit_code(), 2);
+      EXPECT_EQ(std::string(e.what()).rfind("BATCHLAB_DEVICE:", 0), 0u) << e.what();
+    }
+  }
+  unsetenv("BATCHLAB_DEVICE");
+
+  RunConfig c = SyntheticConfig(json::parse(R"({"budget": {"steps": 3}})"));
+  const Dataset data = LoadDataset(c.data);
+  RunConfig fp16 = c;
+  fp16.precision = "fp16";  // past the config check, as on a GPU node whose rank is on the CPU
+  try {
+    Trainer t(fp16, data, nullptr, nullptr, 0);
+    ADD_FAILURE() << "fp16 accepted on the CPU";
+  } catch (const RunnerError& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_EQ(std::string(e.what()).rfind("precision: \"fp16\" needs a CUDA device", 0), 0u)
+        << e.what();
+  }
+
+  c.precision = "bf16";
+  const std::string path = TempPath("device.jsonl");
+  {
+    std::unique_ptr<MetricsWriter> out = MetricsWriter::Open(path);
+    Trainer t(c, data, nullptr, out.get(), 0);
+    t.Run();
+  }
+  const std::vector<json> lines = ReadLines(path);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0]["kind"], "start");
+  EXPECT_EQ(lines[0]["device"], "cpu");
+  EXPECT_EQ(lines[0]["precision"], "bf16");
+  std::filesystem::remove(path);
 }
 
 TEST(TrainerTest, AccumulationIsTheSameUpdate) {
