@@ -144,9 +144,10 @@ struct LoadedData {
 };
 
 // Writes <attempt dir>/place.rank<r>.json: this rank's host name, its IPv4 addresses other than
-// loopback, its local rank and the device a rank there is pinned to (local_rank % the GPUs it
-// sees; "cpu" with none), so a multi-node run shows where each rank ran. Best effort.
-void WritePlace(const std::string& attempt_dir, const RankInfo& where) {
+// loopback, its local rank, the GPUs it sees and the device it was pinned to (`cuda_device`,
+// ChooseCudaDevice's choice; "cpu" for -1), so a multi-node run shows where each rank ran.
+// Best effort.
+void WritePlace(const std::string& attempt_dir, const RankInfo& where, int cuda_device) {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
   std::vector<std::string> addresses;
@@ -171,7 +172,7 @@ void WritePlace(const std::string& attempt_dir, const RankInfo& where) {
       {"host", host},
       {"addresses", addresses},
       {"gpus", gpus},
-      {"device", gpus > 0 ? "cuda:" + std::to_string(where.local_rank % gpus) : "cpu"},
+      {"device", cuda_device >= 0 ? "cuda:" + std::to_string(cuda_device) : "cpu"},
       {"cuda_visible_devices", visible != nullptr ? nlohmann::json(visible) : nlohmann::json()}};
   std::ofstream(attempt_dir + "/" + protocol::kRankPlacePrefix + std::to_string(where.rank) +
                 ".json")
@@ -247,7 +248,8 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     if (rank == 0) metrics = MetricsWriter::Open(config.metrics_path);
     trainer.set_metrics(metrics.get());
     trainer.set_attempt_dir(std::filesystem::path(config_path).parent_path().string());
-    WritePlace(std::filesystem::path(config_path).parent_path().string(), where);
+    WritePlace(std::filesystem::path(config_path).parent_path().string(), where,
+               config.cuda_device);
     const Outcome outcome = trainer.Run();
     if (!dump_path.empty()) {
       DumpParameters(trainer.FlatParameters(), dump_path + ".rank" + std::to_string(rank));
