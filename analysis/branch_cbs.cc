@@ -112,7 +112,8 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
     pk.batch_size = std::llround(k * b0);
     pk.seeds = static_cast<int>(runs.size());
     pk.loss = means[i];
-    pk.gap = i == 0 ? Interval{0, 0, 0, options.confidence, "the reference batch: gap 0 by definition", ""}
+    pk.gap = i == 0 ? Interval{0, 0, 0, options.confidence,
+                               "the reference batch: gap 0 by definition", ""}
                     : PercentileInterval(gaps[i], gap_reps[i], options.confidence);
     out.per_k.push_back(pk);
     ++i;
