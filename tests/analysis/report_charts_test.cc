@@ -196,9 +196,13 @@ TEST_F(ReportChartsTest, PrunedAndStalledRunsAreDrawnAsTheSubtitlePromises) {
 }
 
 TEST_F(ReportChartsTest, RankCountsAreEncodedByShapeAndDash) {
-  // K was encoded in no chart: three rank counts (1, 2, 4) now have a shape (points) or a dash
-  // (lines), with one domain across the report.
-  const json ks = json::array({1, 2, 4});
+  // K was encoded in no chart: the runs' three rank counts (1, 2, 4) now have a shape (points)
+  // or a dash (lines), with one domain across the report: the runs' and the projection's rank
+  // counts together (they fit the 8 shapes), increasing.
+  std::set<int> all = {1, 2, 4};
+  for (const ProjectedPoint& p : study_->projection.points) all.insert(p.world_size);
+  ASSERT_LE(all.size(), 8u);
+  const json ks = json(std::vector<int>(all.begin(), all.end()));
   for (const auto& [chart, layer] : std::vector<std::pair<std::string, std::string>>{
            {"steps_to_target", "reached"}, {"steps_to_target", "not_reached"},
            {"pareto", "runs"}, {"pareto", "not_reached"}}) {

@@ -116,8 +116,8 @@ TEST_F(BranchTest, AtKTwoItReadsTheRowsTheTrunkWouldHaveReadNext) {
   const Dataset data = LoadDataset(ParseRunConfig(TrunkConfig(), 1).data);
   const fs::path trunk_dir = root_ / "trunk";
   Train(TrunkConfig(), data, trunk_dir);
-  const Result one = Train(BranchConfig(1, 8, {}, still), data, root_ / "k1", {trunk_dir.string()});
-  const Result two = Train(BranchConfig(2, 4, {}, still), data, root_ / "k2", {trunk_dir.string()});
+  const Result one = Train(BranchConfig(1, 8, json::object(), still), data, root_ / "k1", {trunk_dir.string()});
+  const Result two = Train(BranchConfig(2, 4, json::object(), still), data, root_ / "k2", {trunk_dir.string()});
   ASSERT_EQ(one.losses.size(), 8u);
   ASSERT_EQ(two.losses.size(), 4u);
   for (size_t j = 0; j < 4; ++j) {
@@ -137,8 +137,8 @@ TEST_F(BranchTest, AnotherSeedReadsTheSameRowsInAnotherOrder) {
   const fs::path trunk_dir = root_ / "trunk";
   Train(TrunkConfig(), data, trunk_dir);
   const int64_t rest = 1024 / kB0 - kAt;  // steps left in the epoch
-  const Result same = Train(BranchConfig(1, rest, {}, still), data, root_ / "s5", {trunk_dir.string()});
-  const Result other = Train(BranchConfig(1, rest, {}, json::parse(R"({"seed": 6, "lr": {"base": 1e-30}})")),
+  const Result same = Train(BranchConfig(1, rest, json::object(), still), data, root_ / "s5", {trunk_dir.string()});
+  const Result other = Train(BranchConfig(1, rest, json::object(), json::parse(R"({"seed": 6, "lr": {"base": 1e-30}})")),
                              data, root_ / "s6", {trunk_dir.string()});
   ASSERT_EQ(same.losses.size(), static_cast<size_t>(rest));
   ASSERT_EQ(other.losses.size(), static_cast<size_t>(rest));
@@ -153,7 +153,7 @@ TEST_F(BranchTest, AMissingOrForeignCheckpointFailsWithTheReason) {
   const fs::path trunk_dir = root_ / "trunk";
   Train(TrunkConfig(), data, trunk_dir);
   try {
-    Train(BranchConfig(2, 2, {}, {{"branch", {{"at_step", 5}}}}), data, root_ / "b5",
+    Train(BranchConfig(2, 2, json::object(), {{"branch", {{"at_step", 5}}}}), data, root_ / "b5",
           {trunk_dir.string()});
     FAIL() << "a branch at a step with no checkpoint started";
   } catch (const RunnerError& e) {
@@ -164,7 +164,7 @@ TEST_F(BranchTest, AMissingOrForeignCheckpointFailsWithTheReason) {
     EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos) << e.what();
   }
   try {
-    Train(BranchConfig(2, 2, {}, {{"branch", {{"trunk_run_id", "00000000000000cc"}}}}), data,
+    Train(BranchConfig(2, 2, json::object(), {{"branch", {{"trunk_run_id", "00000000000000cc"}}}}), data,
           root_ / "bc", {trunk_dir.string()});
     FAIL() << "a branch started from another run's checkpoint";
   } catch (const RunnerError& e) {
@@ -172,7 +172,7 @@ TEST_F(BranchTest, AMissingOrForeignCheckpointFailsWithTheReason) {
         << e.what();
   }
   try {  // another model: the parameters do not fit
-    Train(BranchConfig(2, 2, {}, {{"model", {{"hidden", {8}}}}}), data, root_ / "bm",
+    Train(BranchConfig(2, 2, json::object(), {{"model", {{"hidden", {8}}}}}), data, root_ / "bm",
           {trunk_dir.string()});
     FAIL() << "a branch of another model started";
   } catch (const RunnerError& e) {
