@@ -44,7 +44,14 @@ Status ValidateBuiltinRunnerFields(const json& config, const std::string& where_
 std::vector<std::string> SettableConfigPaths() {
   std::vector<std::string> out;
   for (const config::Field* f : config::AllFields()) {
-    if (f->reader != config::Reader::kOrchestrator) out.push_back(f->path);
+    if (f->reader == config::Reader::kOrchestrator) continue;
+    // Below a derived object (branch) nothing is settable either.
+    bool below_derived = false;
+    for (size_t dot = f->path.find('.'); dot != std::string::npos;
+         dot = f->path.find('.', dot + 1)) {
+      below_derived = below_derived || IsDerivedField(f->path.substr(0, dot));
+    }
+    if (!below_derived) out.push_back(f->path);
   }
   return out;
 }

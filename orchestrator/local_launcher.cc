@@ -40,6 +40,12 @@ struct ChildSetup : bp::extend::handler {
   template <class Executor>
   void on_exec_setup(Executor& /*exec*/) const {
     setsid();
+    // Its stderr is a pipe to the orchestrator: once the orchestrator is gone, mpirun's notice
+    // that it forwards the SIGTERM below would kill it with SIGPIPE before it stops the ranks,
+    // and they would train on unwatched. Ignored (inherited across exec), the write just fails.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore, nullptr);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != orchestrator) raise(SIGTERM);
   }

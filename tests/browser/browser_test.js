@@ -40,7 +40,8 @@ function csvRows(name) {
 const frontier = csvRows('pareto.csv').length;
 const projection = csvRows('projection.csv');
 const projectedFrontier = projection.filter((r) => r[r.length - 1] === 'yes').length;
-const strong = csvRows('scaling_strong.csv');
+// A strong-scaling row with a flag is not a result (its efficiency is empty): it is not drawn.
+const strong = csvRows('scaling_strong.csv').filter((r) => r[7] !== '');
 const strongGroups = new Set(strong.map((r) => r[0])).size;
 function expected(runsWithCurves) {
   return {
@@ -229,20 +230,24 @@ async function main() {
       }
       return out;
     });
-    check(marks.pareto.labels_marks === labelled.pareto && labelled.pareto * 2 >= frontier,
+    // At least half the frontier, or 5 labels where a long frontier leaves no room for more.
+    check(marks.pareto.labels_marks === labelled.pareto &&
+          labelled.pareto >= Math.min(5, Math.ceil(frontier / 2)),
           `pareto labels: ${marks.pareto.labels_marks} drawn, ${labelled.pareto} placed, frontier ${frontier}`);
     check(marks.projection.labels_marks === labelled.projection &&
-          labelled.projection * 2 >= projectedFrontier,
+          labelled.projection >= Math.min(5, Math.ceil(projectedFrontier / 2)),
           `projection labels: ${marks.projection.labels_marks} drawn, ${labelled.projection} placed, frontier ${projectedFrontier}`);
     const readings = await page.$$eval('figure.chart figcaption', (f) => f.map((x) => x.textContent));
     check(readings.length === 9 && readings.every((r) => r.length > 20 && r.endsWith('.')),
           'every chart has a one-sentence reading: ' + JSON.stringify(readings));
-    // Rank counts (1, 2, 4) have a shape legend on the steps and Pareto charts.
+    // The runs' rank counts (1, 2, 4) have a shape legend on the steps and Pareto charts (with
+    // the projection's rank counts: one K mapping across the report).
     for (const id of ['steps_to_target', 'pareto']) {
       const legends = await page.$$eval(`#chart-${id} g.role-legend`, (ls) => ls.map((l) => [
         [...l.querySelectorAll('g.role-legend-title text')].map((t) => t.textContent).join(''),
         [...l.querySelectorAll('g.role-legend-label text')].map((t) => t.textContent).join(',')]));
-      check(legends.some(([title, labels]) => title === 'ranks (K)' && labels === '1,2,4'),
+      check(legends.some(([title, labels]) => title === 'ranks (K)' &&
+                         ['1', '2', '4'].every((k) => labels.split(',').includes(k))),
             `${id}: a "ranks (K)" legend with 1, 2, 4: ${JSON.stringify(legends)}`);
     }
 
@@ -274,7 +279,9 @@ async function main() {
           'the Pareto tooltip names run and config: ' + text);
 
     // Click the legend entry of B=32 on the loss chart: only its 5 runs stay opaque.
-    const legend = page.locator('#chart-curve_loss g.role-legend-label text', { hasText: /^32$/ });
+    // The batch-size legend is the first (the rank-count legend may have a 32 too).
+    const legend = page.locator('#chart-curve_loss g.role-legend-label text', { hasText: /^32$/ })
+      .first();
     await legend.scrollIntoViewIfNeeded();
     await legend.click();
     await page.waitForTimeout(300);
