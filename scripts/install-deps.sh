@@ -17,6 +17,7 @@ packages=(
   clang libclang-rt-14-dev   # the ASan/UBSan tree and the libFuzzer targets (scripts/sanitize.sh)
   dataset-fashion-mnist
   slurm-wlm munge
+  iproute2                   # scripts/cluster: network namespaces, veth, bridge, tc (tests labelled cluster)
   python3-torch                 # clients/python tests and examples/pytorch-ddp (never linked by batchlab)
   python3-pip python3-setuptools  # `pip install --no-build-isolation ./clients/python` (tested offline)
   python3-optuna                # peer baseline for bench/ only
