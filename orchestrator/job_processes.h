@@ -19,10 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "base/launched_process.h"
+
 namespace batchlab::orchestrator {
 
-// The environment variable that tags every process of a job with its attempt folder.
-inline constexpr const char* kAttemptDirVariable = "BATCHLAB_ATTEMPT_DIR";
+using batchlab::kAttemptDirVariable;  // BATCHLAB_ATTEMPT_DIR (base/launched_process.h)
 
 struct JobProcesses {
   pid_t session = 0;  // the job's session id (its first process's pid); 0: match by tag only

@@ -26,6 +26,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/launched_process.h"
 #include "orchestrator/rank_environment.h"
 
 namespace {
@@ -54,10 +55,12 @@ int RunOne(const std::vector<std::string>& command) {
   std::optional<orch::RankPlace> place = orch::RankPlaceFromLauncher(Env);
   if (!place) place = orch::RankPlace{};  // started alone: rank 0 of 1
   SetAll(orch::TorchEnvironment(*place, Env));
+  batchlab::EndWithLauncher();  // kept across exec: the program ends with its launcher
   Exec(command);
 }
 
 int Spawn(int world, const std::vector<std::string>& command) {
+  batchlab::EndWithLauncher();  // and its ranks with it (PR_SET_PDEATHSIG below)
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);

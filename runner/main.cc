@@ -28,6 +28,7 @@
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "base/launched_process.h"
 #include "base/run_protocol.h"
 #include "runner/comm_host_staged.h"
 #include "runner/communicator.h"
@@ -351,6 +352,7 @@ static void KeepFreedTensorMemory() {
 }
 
 int main(int argc, char** argv) {
+  batchlab::EndWithLauncher();  // base/launched_process.h: never trains on unwatched
   KeepFreedTensorMemory();
   batchlab::runner::InstallPreemptHandlers();
   int rank = 0, world = 1;

@@ -42,6 +42,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/launched_process.h"
+
 namespace {
 
 double EnvDouble(const char* name, double fallback) {
@@ -89,6 +91,7 @@ int ValidateBatch(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  batchlab::EndWithLauncher();  // as the real runner does
   std::string config_path;
   bool validate = false;
   for (int i = 1; i < argc; ++i) {

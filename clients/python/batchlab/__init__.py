@@ -27,6 +27,23 @@ __all__ = ["init", "Run", "RunConfig", "ConfigError", "LrSchedule", "OUTCOME_COD
 __version__ = "0.1.0"
 
 
+def _end_with_launcher(environ):
+    """SIGTERM to this rank when its parent (mpirun, batchlab-rank) dies, in a batchlab job (the
+    launcher's BATCHLAB_ATTEMPT_DIR tag): a rank never trains on unwatched after its orchestrator
+    was killed (base/launched_process.h does the same for the C++ runner)."""
+    if "BATCHLAB_ATTEMPT_DIR" not in environ or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+        parent = os.getppid()
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent or parent == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
 def init(args=None, argv=None, environ=None):
     """Reads the run config (the `--config F` argument, else the BATCHLAB_CONFIG variable) and
     this rank's place in the job (RANK, WORLD_SIZE, LOCAL_RANK, ... or OpenMPI's / Slurm's
@@ -39,6 +56,7 @@ def init(args=None, argv=None, environ=None):
     (dashes as underscores), so swept params override the program's own flags.
     """
     in_sys_argv = argv is None
+    _end_with_launcher(environ)
     argv = list(sys.argv if argv is None else argv)
     environ = os.environ if environ is None else environ
     rank = 0
