@@ -36,4 +36,64 @@ std::optional<double> ScaledLr(double base, int64_t batch, int64_t base_batch,
   return std::nullopt;
 }
 
+BatchSchedule::Point BatchSchedule::At(int64_t step) const {
+  Point p{first_batch, 0, 0};
+  int64_t done = 0;  // steps before the current segment's first
+  for (size_t i = 0; i < at_samples.size(); ++i) {
+    // Steps of the current segment before the samples reach at_samples[i] (0 if they already do).
+    const int64_t need = std::max<int64_t>(at_samples[i] - p.samples_before, 0);
+    const int64_t steps = (need + p.batch - 1) / p.batch;
+    if (step - 1 < done + steps) break;  // `step` is in this segment
+    done += steps;
+    p.samples_before += steps * p.batch;
+    p.batch = batch_sizes[i];
+    p.segment = static_cast<int>(i) + 1;
+  }
+  p.samples_before += std::max<int64_t>(step - 1 - done, 0) * p.batch;
+  return p;
+}
+
+int64_t BatchSchedule::SamplesAfter(int64_t steps) const {
+  if (steps <= 0) return 0;
+  const Point last = At(steps);
+  return last.samples_before + last.batch;
+}
+
+int64_t BatchSchedule::StepsFor(int64_t samples) const {
+  if (samples <= 0) return 0;
+  int64_t seen = 0, done = 0, batch = first_batch;
+  for (size_t i = 0; i < at_samples.size() && seen < samples; ++i) {
+    const int64_t until = std::min(at_samples[i], samples);
+    const int64_t steps = (std::max<int64_t>(until - seen, 0) + batch - 1) / batch;
+    done += steps;
+    seen += steps * batch;
+    if (seen >= samples) return done;
+    batch = batch_sizes[i];
+  }
+  return done + (samples - seen + batch - 1) / batch;
+}
+
+int64_t BatchSchedule::LargestBatch() const {
+  int64_t largest = first_batch;
+  for (int64_t b : batch_sizes) largest = std::max(largest, b);
+  return largest;
+}
+
+int64_t TotalSteps(const Budget& b, const BatchSchedule& schedule, int64_t epoch_samples) {
+  Budget steps_only = b;
+  steps_only.epochs = 0;
+  steps_only.samples = 0;
+  int64_t total = TotalSteps(steps_only, 0, 0);
+  auto limit = [&total](int64_t steps) {
+    steps = std::max<int64_t>(steps, 1);
+    total = total == 0 ? steps : std::min(total, steps);
+  };
+  if (b.samples > 0) limit(schedule.StepsFor(b.samples));
+  if (b.epochs > 0 && epoch_samples > 0) {
+    limit(schedule.StepsFor(
+        static_cast<int64_t>(std::llround(b.epochs * static_cast<double>(epoch_samples)))));
+  }
+  return total;
+}
+
 }  // namespace batchlab::run_values

@@ -5,12 +5,17 @@
 //   int64_t spe = run_values::StepsPerEpoch(60000, /*world=*/2, /*local_batch=*/128);  // 234
 //   int64_t n = run_values::TotalSteps({.epochs = 1}, /*samples_per_step=*/256, spe);  // 234
 //   double lr = run_values::ScaledLr(0.1, 256, 64, "linear");                          // 0.4
+//
+//   BatchSchedule s{.first_batch = 64, .at_samples = {1000}, .batch_sizes = {256}};
+//   s.At(16);          // {.batch = 64, .samples_before = 960}: step 16 still starts below 1000
+//   s.At(17).batch;    // 256: the first step that starts with >= 1000 samples seen
 #ifndef BATCHLAB_BASE_RUN_VALUES_H_
 #define BATCHLAB_BASE_RUN_VALUES_H_
 
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace batchlab::run_values {
 
@@ -34,6 +39,36 @@ int64_t TotalSteps(const Budget& budget, int64_t samples_per_step, int64_t steps
 // lr.base scaled from lr.base_batch_size to `batch` by `rule` (none, linear: Goyal et al. 2017,
 // sqrt: Krizhevsky 2014, Hoffer et al. 2017); nullopt for an unknown rule.
 std::optional<double> ScaledLr(double base, int64_t batch, int64_t base_batch, std::string_view rule);
+
+// Config "batch_schedule" (docs/spec.md, "Batch-size schedules"): the run starts at batch_size
+// (first_batch) and, from the first step that begins with at least at_samples[i] training samples
+// seen, trains at batch_sizes[i]. Steps count from 1; everything here is arithmetic on the
+// schedule, so any step's batch and the samples before it follow from the step alone (a resumed
+// run needs no more state than its step). An empty schedule is a constant batch.
+struct BatchSchedule {
+  int64_t first_batch = 0;
+  std::vector<int64_t> at_samples;   // increasing, > 0
+  std::vector<int64_t> batch_sizes;  // one per at_samples entry
+
+  struct Point {
+    int64_t batch = 0;           // the global batch of this step
+    int64_t samples_before = 0;  // training samples seen before it
+    int segment = 0;             // 0: first_batch; i + 1: batch_sizes[i]
+  };
+  bool constant() const { return at_samples.empty(); }
+  Point At(int64_t step) const;
+  // Training samples seen after `steps` steps.
+  int64_t SamplesAfter(int64_t steps) const;
+  // Steps until at least `samples` samples are seen (0 for samples <= 0).
+  int64_t StepsFor(int64_t samples) const;
+  // The largest batch of the schedule.
+  int64_t LargestBatch() const;
+};
+
+// TotalSteps for a run with a batch schedule: a samples limit is reached at StepsFor(samples); an
+// epochs limit is epochs x epoch_samples samples (epoch_samples: the rows all ranks together
+// read in one pass; 0 ignores an epochs limit).
+int64_t TotalSteps(const Budget& budget, const BatchSchedule& schedule, int64_t epoch_samples);
 
 }  // namespace batchlab::run_values
 
