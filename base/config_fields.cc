@@ -118,6 +118,19 @@ Field Declare() {
           Int("accumulation", 1, kMaxAccumulation)
               .Def(1)
               .Means("micro-batches per step on each rank"),
+          Obj("batch_schedule",
+              {
+                  IntArray("at_samples", 1)
+                      .Required()
+                      .Means("training samples seen at which the batch size switches "
+                             "(increasing)"),
+                  IntArray("batch_sizes", 1)
+                      .Required()
+                      .Means("the global batch size from each switch on (one per at_samples)"),
+              })
+              .OptionalObject()
+              .Means("a batch-size schedule (docs/spec.md, Batch-size schedules): the run starts "
+                     "at batch_size and switches at each at_samples; the LR follows lr.rule"),
           Obj("data",
               {
                   Str("name")

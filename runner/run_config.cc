@@ -72,6 +72,12 @@ const std::vector<Binding>& Bindings() {
       Bind(
           "accumulation", [](auto& c) -> auto& { return c.accumulation; }),
       Bind(
+          "batch_schedule.at_samples",
+          [](auto& c) -> auto& { return c.batch_schedule.at_samples; }),
+      Bind(
+          "batch_schedule.batch_sizes",
+          [](auto& c) -> auto& { return c.batch_schedule.batch_sizes; }),
+      Bind(
           "data.name", [](auto& c) -> auto& { return c.data.name; }),
       Bind(
           "data.path", [](auto& c) -> auto& { return c.data.path; }),
@@ -331,6 +337,40 @@ void CheckSync(const RunConfig& c) {
   }
 }
 
+// batch_schedule (docs/spec.md, "Batch-size schedules"): switch points increasing, one batch size
+// per switch, each batch size as divisible as batch_size must be; allreduce only (the other modes
+// size their state and their exchange by one batch).
+void CheckBatchSchedule(const RunConfig& c) {
+  const run_values::BatchSchedule& s = c.batch_schedule;
+  if (s.constant() && s.batch_sizes.empty()) return;
+  if (s.at_samples.size() != s.batch_sizes.size()) {
+    throw BadConfig("batch_schedule.batch_sizes: " + std::to_string(s.batch_sizes.size()) +
+                    " batch sizes for " + std::to_string(s.at_samples.size()) +
+                    " switch points (at_samples); give one batch size per switch");
+  }
+  for (size_t i = 0; i < s.at_samples.size(); ++i) {
+    const std::string where = "[" + std::to_string(i) + "]";
+    if (i > 0 && s.at_samples[i] <= s.at_samples[i - 1]) {
+      throw BadConfig("batch_schedule.at_samples" + where + ": " +
+                      std::to_string(s.at_samples[i]) + " is not above the switch before it (" +
+                      std::to_string(s.at_samples[i - 1]) +
+                      "); the switch points must increase in samples");
+    }
+    const int64_t unit = c.world_size * c.accumulation;
+    if (s.batch_sizes[i] % unit != 0) {
+      throw BadConfig("batch_schedule.batch_sizes" + where + ": " +
+                      std::to_string(s.batch_sizes[i]) +
+                      " is not divisible by world_size x accumulation = " +
+                      std::to_string(c.world_size) + " x " + std::to_string(c.accumulation) +
+                      "; choose a multiple of " + std::to_string(unit));
+    }
+  }
+  if (c.comm.sync != "allreduce") {
+    throw BadConfig("batch_schedule: comm.sync \"" + c.comm.sync +
+                    "\" trains at one batch size; a batch schedule needs \"allreduce\"");
+  }
+}
+
 // Derived sizes: checks the ones the config states, fills the ones it leaves out.
 void Derive(const json& j, int64_t launcher_world, RunConfig& c) {
   const int64_t product = c.nodes * c.ranks_per_node;
@@ -362,6 +402,8 @@ void Derive(const json& j, int64_t launcher_world, RunConfig& c) {
   }
   c.local_batch_size = local;
   c.micro_batch_size = micro;
+  c.batch_schedule.first_batch = c.batch_size;
+  CheckBatchSchedule(c);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/config_fields.h"
+#include "base/run_values.h"
 #include "runner/communicator.h"
 #include "runner/lr_schedule.h"
 #include "runner/optimizer_factory.h"
@@ -106,6 +107,8 @@ struct RunConfig {
   int64_t ranks_per_node = config::Default<int64_t>("ranks_per_node");
   int64_t batch_size = 0;  // global; required
   int64_t accumulation = config::Default<int64_t>("accumulation");
+  // Config "batch_schedule" (first_batch = batch_size); constant() when absent.
+  run_values::BatchSchedule batch_schedule;
   DataConfig data;
   ModelConfig model;
   OptimizerConfig optimizer;

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <limits>
 
+#include <fmt/core.h>
+
 #include "base/run_values.h"
 #include "runner/device.h"
 #include "runner/datasets/synthetic_linear.h"
@@ -122,20 +124,44 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   sampler_ = std::make_unique<ShardSampler>(data_.train_size(), config_.seed, shard_rank, shards,
                                             config_.local_batch_size);
   samples_per_step_ = async_ps ? config_.local_batch_size : config_.batch_size;
+  schedule_ = config_.batch_schedule;
+  schedule_.first_batch = config_.batch_size;
+  for (size_t i = 0; i < schedule_.batch_sizes.size(); ++i) {
+    if (schedule_.batch_sizes[i] / world_ > sampler_->shard_size()) {
+      throw BadConfig(fmt::format(
+          "batch_schedule.batch_sizes[{}]: a local batch of {} is larger than this rank's shard "
+          "of {} training samples; use a smaller batch size or fewer ranks",
+          i, schedule_.batch_sizes[i] / world_, sampler_->shard_size()));
+    }
+  }
+  batch_ = config_.batch_size;
+  local_batch_ = config_.local_batch_size;
   straggler_ = std::make_unique<Straggler>(config_.comm.straggler, config_.seed, rank_, world_);
   const int64_t spe = async_ps ? sampler_->steps_per_epoch() * shards : sampler_->steps_per_epoch();
   const BudgetConfig& b = config_.budget;
-  total_steps_ = run_values::TotalSteps({b.epochs, b.steps, b.samples, b.seconds},
-                                        samples_per_step_, spe);
+  const run_values::Budget budget{b.epochs, b.steps, b.samples, b.seconds};
+  total_steps_ = schedule_.constant()
+                     ? run_values::TotalSteps(budget, samples_per_step_, spe)
+                     : run_values::TotalSteps(budget, schedule_, sampler_->shard_size() * shards);
 
   lr_ = std::make_unique<LrSchedule>(config_.lr, config_.batch_size, total_steps_, spe);
+  for (int64_t batch : schedule_.batch_sizes) {
+    if (batch != config_.batch_size && lr_by_batch_.count(batch) == 0) {
+      lr_by_batch_[batch] = std::make_unique<LrSchedule>(config_.lr, batch, total_steps_, spe);
+    }
+  }
   optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));
   if (sync_ == SyncMode::kLag) {
     lagged_ = std::make_unique<LaggedGradient>(param_count_, comm_, timeout, on_device);
   }
 
   PlaceData();
-  const int64_t local = config_.local_batch_size;
+  SizeBatchBuffers(config_.local_batch_size);
+  prev_grad_ = torch::zeros({param_count_}, on_device);
+  scratch_ = torch::zeros({param_count_}, on_device);
+}
+
+void Trainer::SizeBatchBuffers(int64_t local) {
   std::vector<int64_t> x_shape = {local, data_.features()};
   std::vector<int64_t> y_shape = data_.train_y.sizes().vec();
   y_shape[0] = local;
@@ -154,8 +180,32 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
     host_x_ = torch::empty(x_shape, data_.train_x.options().pinned_memory(true));
     host_y_ = torch::empty(y_shape, data_.train_y.options().pinned_memory(true));
   }
-  prev_grad_ = torch::zeros({param_count_}, on_device);
-  scratch_ = torch::zeros({param_count_}, on_device);
+  if (data_on_device_) {
+    // A step's row indices go up through a pinned buffer without blocking (a pageable copy
+    // would wait for the previous step's kernels).
+    rows_host_ = torch::empty({local}, torch::TensorOptions(torch::kInt64).pinned_memory(true));
+    rows_device_ = torch::empty({local}, torch::TensorOptions(torch::kInt64).device(device_));
+  }
+}
+
+int64_t Trainer::SamplesAfter(int64_t steps) const {
+  return sync_ == SyncMode::kAsyncPs ? steps * samples_per_step_ : schedule_.SamplesAfter(steps);
+}
+
+void Trainer::UseBatchOfStep(int64_t step) {
+  if (schedule_.constant()) return;
+  const int64_t batch = schedule_.At(step).batch;
+  if (batch == batch_) return;
+  batch_ = batch;
+  local_batch_ = batch / world_;
+  sampler_->set_local_batch(local_batch_);
+  SizeBatchBuffers(local_batch_);
+}
+
+double Trainer::LrAt(int64_t step) const {
+  const int64_t batch = schedule_.constant() ? config_.batch_size : schedule_.At(step).batch;
+  const auto other = lr_by_batch_.find(batch);
+  return (other == lr_by_batch_.end() ? *lr_ : *other->second).At(step - 1);
 }
 
 void Trainer::PlaceData() {
@@ -183,12 +233,6 @@ void Trainer::PlaceData() {
     train_y_ = train_y_.to(device_);
     test_x_ = test_x_.to(device_);  // read in chunks by every evaluation
     test_y_ = test_y_.to(device_);
-    // A step's row indices go up through a pinned buffer without blocking (a pageable copy
-    // would wait for the previous step's kernels).
-    rows_host_ = torch::empty({config_.local_batch_size}, torch::TensorOptions(torch::kInt64)
-                                                              .pinned_memory(true));
-    rows_device_ = torch::empty({config_.local_batch_size}, torch::TensorOptions(torch::kInt64)
-                                                                .device(device_));
   }
 }
 
@@ -278,7 +322,7 @@ torch::Tensor Trainer::Loss(const torch::Tensor& output, const torch::Tensor& ta
 }
 
 double Trainer::ComputeGradients(bool measure_micro) {
-  const int64_t local = config_.local_batch_size;
+  const int64_t local = local_batch_;
   int64_t m = config_.accumulation;
   if (measure_micro && m == 1 && local >= 2 && local % 2 == 0) m = 2;  // two half-batches
   const int64_t mb = local / m;
@@ -380,6 +424,10 @@ void Trainer::WriteStart() {
                                  {"sync", config_.comm.sync},
                                  {"device", DeviceName(device_)},
                                  {"precision", PrecisionName(precision_)}};
+  if (!schedule_.constant()) {  // batch_size is the first batch; step lines carry each step's
+    line["batch_schedule"] = {{"at_samples", schedule_.at_samples},
+                              {"batch_sizes", schedule_.batch_sizes}};
+  }
   if (const int64_t tokens = model_->TokensPerSample(); tokens > 0) {  // a language model
     line["tokens_per_step"] = config_.batch_size * tokens;
     line["flops_per_step"] =
@@ -421,7 +469,7 @@ void Trainer::RecordTarget(double value, double seconds) {
   if (config_.target && !p.reached && config_.target->Met(value)) {
     p.reached = true;
     p.target_step = step_;
-    p.target_samples = step_ * samples_per_step_;
+    p.target_samples = SamplesAfter(step_);
     p.target_seconds = seconds;
   }
 }
@@ -434,7 +482,7 @@ void Trainer::EvalAndLog(bool collective) {
   if (metrics_ != nullptr) {
     nlohmann::ordered_json line = {{"kind", "eval"},
                                    {"step", step_},
-                                   {"samples", step_ * samples_per_step_},
+                                   {"samples", SamplesAfter(step_)},
                                    {"seconds", seconds},
                                    {"test_loss", p.last_eval.loss}};
     if (data_.classes > 0) line["test_accuracy"] = p.last_eval.accuracy;
@@ -471,11 +519,11 @@ bool Trainer::Decide(double loss, bool stop, bool collective_eval) {
 
 nlohmann::ordered_json Trainer::StepLine(double loss, const SyncFacts& sync) const {
   const double epoch = sync_ == SyncMode::kAsyncPs
-                           ? static_cast<double>(step_ * samples_per_step_ / data_.train_size())
+                           ? static_cast<double>(SamplesAfter(step_) / data_.train_size())
                            : static_cast<double>(sampler_->epoch());
   return {{"kind", "step"},
           {"step", step_},
-          {"samples", step_ * samples_per_step_},
+          {"samples", SamplesAfter(step_)},
           {"epoch", static_cast<int64_t>(epoch)},
           {"loss", loss},
           {"wait_seconds", sync.wait_seconds},
@@ -503,7 +551,7 @@ Outcome Trainer::Finish(bool collective_eval) {
         {{"kind", "end"},
          {"outcome", std::string(OutcomeName(outcome))},
          {"steps", step_},
-         {"samples", step_ * samples_per_step_},
+         {"samples", SamplesAfter(step_)},
          {"seconds", ElapsedSeconds()},
          {"target_step", p.reached ? nlohmann::ordered_json(p.target_step) : nullptr},
          {"target_samples", p.reached ? nlohmann::ordered_json(p.target_samples) : nullptr},
@@ -544,6 +592,7 @@ Outcome Trainer::RunCollective() {
 
   while (total_steps_ == 0 || step_ < total_steps_) {
     ++step_;
+    UseBatchOfStep(step_);
     const bool measure =
         sync_ == SyncMode::kAllreduce && config_.gns_every_steps > 0 &&
         step_ % config_.gns_every_steps == 0;
@@ -558,7 +607,7 @@ Outcome Trainer::RunCollective() {
     const double loss_scale = scaler_ ? scaler_->scale() : 1.0;  // this step's (fp16)
 
     SyncFacts facts;
-    facts.effective_batch = config_.batch_size;
+    facts.effective_batch = batch_;
     bool apply = true, agreed = true, stop = false, preempt = false;
     double loss = local_loss;
     auto fill_shared = [&](Clock::time_point now) {
@@ -594,7 +643,7 @@ Outcome Trainer::RunCollective() {
       apply = previous.defined();
       if (apply) grads_.copy_(previous);
       facts.staleness = apply ? 1 : 0;
-      facts.effective_batch = apply ? config_.batch_size : 0;
+      facts.effective_batch = apply ? batch_ : 0;
       stop = sh[kStopSlot] > 0;
       preempt = sh[kPreemptSlot] > 0;
       loss = sh[kLossSlot];
@@ -614,8 +663,8 @@ Outcome Trainer::RunCollective() {
 
     nlohmann::ordered_json line = nlohmann::ordered_json::object();  // the noise measurement
     if (metrics_ != nullptr && measure && finite && (world_ > 1 || gns_b_small_ > 0)) {
-      line["gns_b_small"] = world_ > 1 ? config_.local_batch_size : gns_b_small_;
-      line["gns_b_big"] = config_.batch_size;
+      line["gns_b_small"] = world_ > 1 ? local_batch_ : gns_b_small_;
+      line["gns_b_big"] = batch_;
       line["gns_sq_small"] = world_ > 1 ? static_cast<double>(extra[kLocalSqSlot]) : gns_sq_small_;
       line["gns_sq_big"] = GradSquaredNorm();
       if (data_.truth && config_.model.name == "logreg") {
@@ -630,7 +679,7 @@ Outcome Trainer::RunCollective() {
       }
     }
 
-    const double lr = lr_->At(step_ - 1);
+    const double lr = LrAt(step_);
     if (apply) {
       SetLearningRate(*optimizer_, lr);
       optimizer_->step();

@@ -30,6 +30,7 @@
 #define BATCHLAB_RUNNER_TRAINER_H_
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,7 @@
 #include <torch/torch.h>
 
 #include "base/run_protocol.h"
+#include "base/run_values.h"
 #include "runner/checkpoint_file.h"
 #include "runner/communicator.h"
 #include "runner/datasets/dataset.h"
@@ -156,6 +158,13 @@ class Trainer {
   torch::Tensor Loss(const torch::Tensor& output, const torch::Tensor& target);
   void Allreduce(torch::Tensor& tensor, ReduceOp op);
   double ElapsedSeconds() const;
+  // Training samples seen after `steps` steps (the batch schedule's; async_ps: local batches).
+  int64_t SamplesAfter(int64_t steps) const;
+  // Before step `step` (from 1): its batch from the schedule; at a switch the sampler and the
+  // batch buffers take the new local batch.
+  void UseBatchOfStep(int64_t step);
+  double LrAt(int64_t step) const;  // step `step`'s LR (from 1), at its batch
+  void SizeBatchBuffers(int64_t local);
   // Rank 0: the stop file exists (checked at most every 0.1 s) or the last evaluation passed the
   // prune_at bound.
   bool StopRequested();
@@ -237,6 +246,12 @@ class Trainer {
   Progress progress_;
   std::unique_ptr<Straggler> straggler_;
   int64_t samples_per_step_ = 0;  // batch_size; async_ps: one worker's local batch
+  // Config "batch_schedule" (constant without one; first_batch = batch_size): the batch of the
+  // current step, and the LR schedule of each batch size the run trains at (lr.rule, with the
+  // warmup and decay counted in the run's steps).
+  run_values::BatchSchedule schedule_;
+  int64_t batch_ = 0, local_batch_ = 0;
+  std::map<int64_t, std::unique_ptr<LrSchedule>> lr_by_batch_;
   int64_t step_ = 0;
   int64_t total_steps_ = 0;  // 0 = only a seconds budget
   double gns_sq_small_ = 0;

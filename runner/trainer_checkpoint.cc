@@ -213,7 +213,7 @@ bool Trainer::CheckpointDue() const {
   const CheckpointConfig& c = config_.checkpoint;
   if (std::find(c.at_steps.begin(), c.at_steps.end(), step_) != c.at_steps.end()) return true;
   if (c.every_steps > 0 && step_ - last_checkpoint_step_ >= c.every_steps) return true;
-  const int64_t samples = step_ * samples_per_step_;
+  const int64_t samples = SamplesAfter(step_);
   if (c.every_samples > 0 && samples - last_checkpoint_samples_ >= c.every_samples) return true;
   // progress_.elapsed is the same on every rank (the step's shared values).
   return c.every_seconds > 0 && progress_.elapsed - last_checkpoint_seconds_ >= c.every_seconds;
@@ -296,7 +296,7 @@ void Trainer::SaveCheckpoint() {
               << " not written (" << failed << "); the previous one stays valid\n";
   }
   last_checkpoint_step_ = step_;
-  last_checkpoint_samples_ = step_ * samples_per_step_;
+  last_checkpoint_samples_ = SamplesAfter(step_);
   last_checkpoint_seconds_ = progress_.elapsed;
   if (failed.empty()) PruneCheckpoints();
   if (metrics_ != nullptr) {
@@ -372,7 +372,7 @@ void Trainer::RestoreState(const CheckpointFile& file) {
   last_average_ = s.at("last_average").get<int64_t>();
   if (lagged_ && file.Has("lag.in_flight")) lagged_->Restore(file.Tensor("lag.in_flight"));
   last_checkpoint_step_ = step_;
-  last_checkpoint_samples_ = step_ * samples_per_step_;
+  last_checkpoint_samples_ = SamplesAfter(step_);
   last_checkpoint_seconds_ = p.elapsed;
   // Seconds continue from the checkpoint's.
   start_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(

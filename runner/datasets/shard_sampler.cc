@@ -29,13 +29,18 @@ ShardSampler::ShardSampler(int64_t dataset_size, int64_t seed, int rank, int wor
   shard_ = order.slice(0, rank, dataset_size, world_size).contiguous();
   // Equal shards: every rank keeps floor(N / K) rows, so all ranks run the same step count.
   shard_ = shard_.narrow(0, 0, dataset_size / world_size).clone();
+  set_local_batch(local_batch);
+  Shuffle();
+}
+
+void ShardSampler::set_local_batch(int64_t local_batch) {
   steps_per_epoch_ = shard_.numel() / local_batch;
   if (steps_per_epoch_ < 1) {
     throw BadConfig("batch_size: the local batch of " + std::to_string(local_batch) +
                     " is larger than this rank's shard of " + std::to_string(shard_.numel()) +
                     " training samples; use a smaller batch_size or fewer ranks");
   }
-  Shuffle();
+  local_batch_ = local_batch;
 }
 
 void ShardSampler::Shuffle() {

@@ -31,6 +31,9 @@ class ShardSampler {
   int64_t position() const { return position_; }
   // Continues from a cursor order()/position()/epoch() gave (the same shard, reordered).
   void Restore(const torch::Tensor& order, int64_t position, int64_t epoch);
+  // From the next step on, `local_batch` rows a step (a batch schedule's switch): the cursor stays;
+  // the epoch ends where the new batch no longer fits. Throws as the constructor does.
+  void set_local_batch(int64_t local_batch);
 
  private:
   void Shuffle();

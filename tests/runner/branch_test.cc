@@ -195,3 +195,80 @@ TEST_F(BranchTest, AnIncompleteBranchObjectIsABadConfigNamingIt) {
 
 }  // namespace
 }  // namespace batchlab::runner
+
+// Batch-size schedules (config "batch_schedule", docs/spec.md "Batch-size schedules") are the
+// piecewise constant runs they are made of: B0 up to the switch, then a branch at k = 2 from
+// there, with the LR of the new batch by lr.rule (linear: twice the trunk's). Bit for bit, for
+// SGD with momentum and for Adam (their state crosses the switch); and an attempt that resumes
+// from a checkpoint before the switch crosses it the same way.
+TEST_F(BranchTest, AScheduleRunIsItsPiecewiseConstantRunsBitForBit) {
+  for (const char* opt : {"momentum", "adam"}) {
+    SCOPED_TRACE(opt);
+    json patch = {{"lr", {{"rule", "linear"}}}};
+    if (std::string(opt) == "adam") {
+      patch = {{"optimizer", {{"name", "adam"}}}, {"lr", {{"base", 0.003}, {"rule", "linear"}}}};
+    }
+    const Dataset data = LoadDataset(ParseRunConfig(TrunkConfig(patch), 1).data);
+    const fs::path trunk_dir = root_ / (std::string("trunk-") + opt);
+    const Result trunk = Train(TrunkConfig(patch), data, trunk_dir);
+    const Result branch = Train(BranchConfig(2, 3, patch), data,
+                                root_ / (std::string("branch-") + opt), {trunk_dir.string()});
+    json scheduled = TrunkConfig(patch);
+    scheduled["run_id"] = "00000000000000cc";
+    scheduled["budget"] = {{"steps", kAt + 3}};
+    scheduled["batch_schedule"] = {{"at_samples", {kAt * kB0}}, {"batch_sizes", {2 * kB0}}};
+    scheduled["checkpoint"] = {{"every_steps", 0}, {"every_seconds", 0}, {"at_steps", {kAt - 1}}};
+    const fs::path first = root_ / (std::string("schedule-") + opt);
+    const Result s = Train(scheduled, data, first);
+    ASSERT_EQ(s.losses.size(), static_cast<size_t>(kAt + 3));
+    std::vector<double> pieces(trunk.losses.begin(), trunk.losses.begin() + kAt);
+    pieces.insert(pieces.end(), branch.losses.begin(), branch.losses.end());
+    EXPECT_EQ(s.losses, pieces);
+    EXPECT_TRUE(torch::equal(s.params, branch.params));
+    // Not a tautology: after the switch the constant-B0 trunk's losses differ.
+    EXPECT_NE(s.losses[kAt], trunk.losses[kAt]);
+
+    // A second attempt resumes from step kAt - 1, before the switch, and crosses it alike.
+    scheduled["attempt"] = 2;
+    const RunConfig c = ParseRunConfig(scheduled, 1);
+    Trainer again(c, data, nullptr, nullptr, 0);
+    const fs::path second = root_ / (std::string("schedule-2-") + opt);
+    fs::create_directories(second);
+    again.set_attempt_dir(second.string());
+    again.set_resume_from({EarlierAttempt{1, first.string()}});
+    again.Run();
+    EXPECT_EQ(again.resumed_from_step(), kAt - 1);
+    EXPECT_EQ(again.losses(), std::vector<double>(s.losses.begin() + (kAt - 1), s.losses.end()));
+    EXPECT_TRUE(torch::equal(again.FlatParameters(), s.params));
+  }
+}
+
+TEST_F(BranchTest, ABadScheduleIsRefusedNamingTheField) {
+  auto message = [](const json& schedule, const json& patch = json::object()) {
+    json j = TrunkConfig(patch);
+    j["batch_schedule"] = schedule;
+    try {
+      ParseRunConfig(j, 1);
+    } catch (const BadConfig& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message({{"at_samples", {256, 128}}, {"batch_sizes", {64, 128}}})
+                .find("batch_schedule.at_samples[1]: 128 is not above the switch before it"),
+            std::string::npos);
+  EXPECT_NE(message({{"at_samples", {256}}, {"batch_sizes", {64, 128}}})
+                .find("batch_schedule.batch_sizes: 2 batch sizes for 1 switch points"),
+            std::string::npos);
+  EXPECT_NE(message({{"at_samples", {256}}, {"batch_sizes", {66}}}, {{"accumulation", 4}})
+                .find("batch_schedule.batch_sizes[0]: 66 is not divisible by world_size x "
+                      "accumulation = 1 x 4"),
+            std::string::npos);
+  EXPECT_NE(message({{"at_samples", {256}}, {"batch_sizes", {64}}}, {{"comm", {{"sync", "lag"}}}})
+                .find("batch_schedule: comm.sync \"lag\" trains at one batch size"),
+            std::string::npos);
+  EXPECT_NE(message({{"at_samples", {0}}, {"batch_sizes", {64}}}).find("batch_schedule.at_samples"),
+            std::string::npos);
+  EXPECT_NE(message({{"at_samples", {256}}}).find("batch_schedule.batch_sizes"), std::string::npos);
+  EXPECT_EQ(message({{"at_samples", {256}}, {"batch_sizes", {64}}}), "accepted");
+}
