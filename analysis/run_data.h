@@ -48,6 +48,7 @@ struct RunData {
   std::string optimizer;        // "sgd", "momentum", "lars", ...
   std::string state;            // results::RunState name: "completed", "diverged", "failed", ...
   nlohmann::json comm;          // the resolved config's `comm` object (null: not stored)
+  nlohmann::json batch_schedule;  // the resolved config's `batch_schedule` (null: constant batch)
   // Where and when the current attempt ran (0: not recorded): the scaling section derives each
   // run's load, the ranks running on its host while it ran, from these.
   std::string host;
@@ -69,6 +70,10 @@ struct SweepData {
   std::string target;          // the runs' configured target as "metric>=value" text; empty if none
   std::string lr_search_path;  // the spec's `lr_search` path ("lr.base"); empty without one
   std::vector<RunData> runs;
+  // Runs with a batch schedule (config "batch_schedule", docs/spec.md): several batch sizes in one
+  // run, so kept apart from `runs`, which every from-scratch estimate (steps to target per batch
+  // size, B_crit, scaling) reads.
+  std::vector<RunData> scheduled;
 };
 
 // Everything that identifies a run's configuration apart from the listed parameters: the swept

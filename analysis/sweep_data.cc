@@ -101,6 +101,7 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
     }
   }
   std::unordered_map<int64_t, size_t> by_key;  // run_key -> index in sweep.runs
+  std::vector<bool> scheduled;                  // indexed like sweep.runs: a batch schedule
   BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::SweepRunRow> rows, reader->Runs());
   for (results::SweepRunRow& row : rows) {
     RunData r;
@@ -122,6 +123,8 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
     const nlohmann::json config = nlohmann::json::parse(row.config_json, nullptr, false);
     if (sweep.target.empty()) sweep.target = TargetText(config);
     r.comm = CommOf(config);
+    scheduled.push_back(config.is_object() && config.contains("batch_schedule"));
+    if (scheduled.back()) r.batch_schedule = config["batch_schedule"];
     by_key[row.run_key] = sweep.runs.size();
     sweep.runs.push_back(std::move(r));
   }
@@ -163,6 +166,12 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
       s = std::move(sorted);
     }
   }
+  // Runs with a batch schedule go apart (run_data.h).
+  std::vector<RunData> constant;
+  for (size_t i = 0; i < sweep.runs.size(); ++i) {
+    (scheduled[i] ? sweep.scheduled : constant).push_back(std::move(sweep.runs[i]));
+  }
+  sweep.runs = std::move(constant);
   return sweep;
 }
 

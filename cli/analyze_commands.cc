@@ -13,6 +13,7 @@
 
 #include "analysis/cbs_section.h"
 #include "analysis/recommendation.h"
+#include "analysis/schedule_compare.h"
 #include "analysis/study.h"
 #include "analysis/study_json.h"
 #include "analysis/study_tables.h"
@@ -78,6 +79,10 @@ void AddStudyFlags(CLI::App& cmd, analysis::StudyOptions& o, unsigned groups) {
 }
 
 namespace {
+
+// analyze schedules: the final train loss is the mean of this many last step losses.
+constexpr int kScheduleSmoothSteps = 20;
+
 
 struct AnalyzeFlags {
   std::string sweep;
@@ -178,7 +183,18 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
   std::vector<Table> tables;
   std::vector<std::string> headline;  // printed above the tables
 
-  if (what == "gns") {
+  if (what == "schedules") {
+    const ScheduleSection s = CompareSchedules(sweep, kScheduleSmoothSteps);
+    j["schedules"] = nlohmann::json::parse(ScheduleTable(s).ToJson());
+    j["readings"] = s.readings;
+    tables = {ScheduleTable(s)};
+    headline = s.readings;
+    if (sweep.scheduled.empty()) {
+      headline.insert(headline.begin(),
+                      "No run of this sweep has a batch_schedule (docs/spec.md, Batch-size "
+                      "schedules): nothing to compare.");
+    }
+  } else if (what == "gns") {
     GnsSection gns = AnalyzeGns(sweep, o);
     j["gns"] = GnsJson(gns, o, f.series);
     tables = GnsTables(gns, o);
@@ -230,7 +246,8 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
   } else if (f.format == "csv") {
     PrintTables(tables, f.format);
   } else {
-    fmt::print("Sweep {} (version {}), {} runs\n\n", sweep.name, sweep.version, sweep.runs.size());
+    fmt::print("Sweep {} (version {}), {} runs\n\n", sweep.name, sweep.version,
+               sweep.runs.size() + sweep.scheduled.size());
     for (const std::string& line : headline) fmt::print("{}\n", line);
     if (!headline.empty()) fmt::print("\n");
     PrintTables(tables, f.format);
@@ -270,6 +287,10 @@ void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
       {"recommend",
        "The batch size and rank count to use (measured, and projected on a cluster profile)",
        kTargetFlag | kBootstrapFlags | kTimingFlags | kProjectionFlags | kPreferFlag},
+      {"schedules",
+       "Batch-size schedules against constant batches: steps, samples, target and final loss "
+       "side by side",
+       0},
       {"cbs",
        "Critical batch size over training from a branch study (Merrill et al. 2025), with "
        "intervals, and the batch-size schedule it recommends",

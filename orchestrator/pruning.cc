@@ -119,9 +119,14 @@ std::string PruneGroup(const PlannedRun& run, bool prune) {
   // removes a configuration that the recommendation (which weighs rank counts by time and
   // compute) could prefer. The best steps at a batch size are still never pruned: they are the
   // best of their own layout.
-  return fmt::format("batch_size={} ranks={} nodes={} target={}",
+  // A batch-size schedule starts at batch_size but steps at other batches later: its runs are
+  // compared only with runs of the same schedule.
+  const auto schedule = run.config.find("batch_schedule");
+  const std::string scheduled =
+      schedule == run.config.end() || schedule->is_null() ? "" : " schedule=" + schedule->dump();
+  return fmt::format("batch_size={} ranks={} nodes={} target={}{}",
                      run.config.value("batch_size", int64_t{0}), run.world_size,
-                     run.config.value("nodes", 1), target->dump());
+                     run.config.value("nodes", 1), target->dump(), scheduled);
 }
 
 std::string PruneConfig(const PlannedRun& run) {

@@ -1,0 +1,68 @@
+// analysis/schedule_compare.h on a sweep built by hand: a scheduled run and two constant runs
+// whose steps, samples, target and losses are stated, so every figure has a known value.
+#include <gtest/gtest.h>
+
+#include "analysis/schedule_compare.h"
+
+namespace batchlab::analysis {
+namespace {
+
+// A run of `steps` steps at `batch` (switching to `later` from `switch_samples` on, if set),
+// loss 1/step, test_accuracy 0.1 x step evaluated every step.
+RunData Run(int64_t batch, int64_t steps, int64_t later = 0, int64_t switch_samples = 0) {
+  RunData r;
+  r.batch_size = batch;
+  if (later > 0) {
+    r.batch_schedule = {{"at_samples", {switch_samples}}, {"batch_sizes", {later}}};
+  }
+  int64_t samples = 0;
+  for (int64_t s = 1; s <= steps; ++s) {
+    samples += later > 0 && samples >= switch_samples ? later : batch;
+    r.metrics["loss"].steps.push_back(s);
+    r.metrics["loss"].values.push_back(1.0 / static_cast<double>(s));
+    r.metrics["samples"].steps.push_back(s);
+    r.metrics["samples"].values.push_back(static_cast<double>(samples));
+    r.metrics["test_accuracy"].steps.push_back(s);
+    r.metrics["test_accuracy"].values.push_back(0.1 * static_cast<double>(s));
+  }
+  return r;
+}
+
+TEST(ScheduleCompareTest, ScheduledRunsAgainstConstantOnesWithStatedFigures) {
+  SweepData sweep;
+  sweep.target = "test_accuracy>=0.35";  // met at step 4 by every run
+  sweep.scheduled.push_back(Run(16, 6, 64, 64));  // 4 x 16 = 64, then 2 x 64: 192 samples
+  sweep.runs.push_back(Run(64, 3));               // 192 samples in 3 steps
+  sweep.runs.push_back(Run(16, 12));              // 192 samples in 12 steps
+  const ScheduleSection s = CompareSchedules(sweep, 2);
+  ASSERT_EQ(s.rows.size(), 3u);
+  EXPECT_EQ(s.rows[0].label, "B=16→64@64");
+  EXPECT_TRUE(s.rows[0].scheduled);
+  EXPECT_EQ(s.rows[0].largest_batch, 64);
+  EXPECT_EQ(s.rows[0].steps, 6);
+  EXPECT_EQ(s.rows[0].samples, 192);
+  EXPECT_EQ(s.rows[0].target_step, 4);
+  EXPECT_EQ(s.rows[0].target_samples, 64);
+  EXPECT_DOUBLE_EQ(*s.rows[0].final_loss, (1.0 / 5 + 1.0 / 6) / 2);
+  // Constant runs after it, by batch.
+  EXPECT_EQ(s.rows[1].label, "B=16");
+  EXPECT_EQ(s.rows[1].steps, 12);
+  EXPECT_EQ(s.rows[2].label, "B=64");
+  EXPECT_FALSE(s.rows[2].target_step.has_value());  // 3 steps: accuracy 0.3 at most
+  ASSERT_EQ(s.readings.size(), 2u);
+  EXPECT_NE(s.readings[0].find("B=16→64@64 took 6 steps to 192 samples, 50% fewer than B=16 "
+                               "(12 steps)"),
+            std::string::npos)
+      << s.readings[0];
+  EXPECT_NE(s.readings[0].find("to the target: 4 steps against 4 (0% fewer)"), std::string::npos)
+      << s.readings[0];
+  EXPECT_NE(s.readings[1].find("100% more than B=64 (3 steps)"), std::string::npos)
+      << s.readings[1];
+  EXPECT_EQ(s.readings[1].find("to the target"), std::string::npos) << s.readings[1];
+  const Table t = ScheduleTable(s);
+  EXPECT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0][1], "yes");
+}
+
+}  // namespace
+}  // namespace batchlab::analysis
