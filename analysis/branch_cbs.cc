@@ -200,6 +200,14 @@ std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::s
   return out;
 }
 
+run_values::BatchSchedule ToRunSchedule(const BatchSchedule& s) {
+  run_values::BatchSchedule r;
+  r.first_batch = s.batches.empty() ? 0 : s.batches.front();
+  r.at_samples.assign(s.from_samples.begin() + (s.from_samples.empty() ? 0 : 1), s.from_samples.end());
+  r.batch_sizes.assign(s.batches.begin() + (s.batches.empty() ? 0 : 1), s.batches.end());
+  return r;
+}
+
 BatchSchedule RecommendSchedule(const std::vector<CbsPoint>& points, int64_t b0,
                                 int64_t total_samples, double margin) {
   BatchSchedule s;
@@ -221,11 +229,9 @@ BatchSchedule RecommendSchedule(const std::vector<CbsPoint>& points, int64_t b0,
       }
     }
   }
-  for (size_t i = 0; i < s.batches.size(); ++i) {
-    const int64_t end = i + 1 < s.batches.size() ? s.from_samples[i + 1] : total_samples;
-    const int64_t len = end - s.from_samples[i];
-    s.steps += (len + s.batches[i] - 1) / s.batches[i];
-  }
+  // Steps as the runner takes them (base/run_values.h: a switch at the first step that begins
+  // with at least from_samples seen).
+  s.steps = ToRunSchedule(s).StepsFor(total_samples);
   s.constant_steps = (total_samples + b0 - 1) / b0;
   s.saving = s.constant_steps > 0
                  ? 1.0 - static_cast<double>(s.steps) / static_cast<double>(s.constant_steps)

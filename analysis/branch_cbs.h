@@ -28,6 +28,7 @@
 
 #include "analysis/bootstrap.h"
 #include "analysis/run_data.h"
+#include "base/run_values.h"
 #include "base/status.h"
 
 namespace batchlab::analysis {
@@ -101,6 +102,9 @@ struct BatchSchedule {
   int64_t constant_steps = 0;  // at the constant batch b0 for the same samples
   double saving = 0;           // 1 - steps / constant_steps
 };
+
+// As the config's batch_schedule (first_batch = batches[0]; the switches after it).
+run_values::BatchSchedule ToRunSchedule(const BatchSchedule& s);
 
 // The schedule that follows the measured curve: start at b0 and double the batch at the first
 // point whose critical batch size (the lower end of its interval, divided by `margin` >= 1) is at

@@ -123,7 +123,7 @@ std::vector<Table> CbsTables(const CbsSection& s) {
     }
     sched.notes.push_back(fmt::format(
         "{} steps for {} samples against {} at the constant trunk batch: {:.0f}% fewer "
-        "(predicted; the measured saving needs the schedule run).",
+        "(predicted; `batchlab analyze schedules` measures it once the schedule ran).",
         s.schedule->steps, s.schedule->total_samples, s.schedule->constant_steps,
         100 * s.schedule->saving));
     out.push_back(sched);
@@ -195,6 +195,12 @@ std::vector<std::string> CbsLines(const CbsSection& s) {
         "fewer, predicted).",
         s.schedule->batches.front(), s.schedule->batches.back(), s.schedule->steps,
         s.schedule->constant_steps, 100 * s.schedule->saving));
+    const run_values::BatchSchedule run = ToRunSchedule(*s.schedule);
+    out.push_back(fmt::format(
+        "To measure it, run the trunk's config with \"batch_size\": {}, \"batch_schedule\": "
+        "{{\"at_samples\": [{}], \"batch_sizes\": [{}]}} and compare with `batchlab analyze "
+        "schedules`.",
+        run.first_batch, fmt::join(run.at_samples, ", "), fmt::join(run.batch_sizes, ", ")));
   } else if (s.schedule) {
     out.push_back("The measured curve never passes twice the trunk's batch: no schedule beats "
                   "the constant batch here.");
