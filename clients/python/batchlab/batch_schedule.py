@@ -120,3 +120,34 @@ def total_steps(schedule, budget_steps=0, budget_epochs=0.0, budget_samples=0,
     if budget_epochs > 0 and epoch_samples > 0:
         limit(schedule.steps_for(llround(float(budget_epochs) * float(epoch_samples))))
     return total
+
+
+def data_cursor(schedule, world_size, shard_rows, steps):
+    """(epoch, batches, rows): where this rank's data stands after `steps` steps, by the runner's
+    sampler (runner/datasets/shard_sampler.cc): each rank keeps `shard_rows` rows per epoch and
+    takes step s's local batch (at(s).batch / world_size) from them in order; a step whose local
+    batch no longer fits in what is left of the epoch starts the next epoch. `epoch` is the one
+    the last step read from (the runner's step-line epoch), `batches` and `rows` what that epoch
+    gave so far. shard_rows 0 (unknown): one endless epoch."""
+    epoch = batches = rows = 0
+    if steps <= 0:
+        return 0, 0, 0
+    if shard_rows <= 0:
+        return 0, steps, schedule.samples_after(steps) // world_size
+    segments = schedule.segments()
+    for n, (first, batch) in enumerate(segments):
+        if first > steps:
+            break
+        end = segments[n + 1][0] if n + 1 < len(segments) else steps + 1
+        k = min(end, steps + 1) - first  # this segment's steps up to `steps`
+        local = batch // world_size
+        fit = (shard_rows - rows) // local  # steps still fitting in the current epoch
+        if k <= fit:
+            batches, rows = batches + k, rows + k * local
+        else:
+            per_epoch = shard_rows // local
+            rest = k - fit
+            epoch += 1 + (rest - 1) // per_epoch
+            batches = (rest - 1) % per_epoch + 1
+            rows = batches * local
+    return epoch, batches, rows
