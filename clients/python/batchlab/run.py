@@ -19,6 +19,14 @@ cadence and when preempted (SIGUSR2, SIGTERM or the `preempt` file: checkpoint, 
     epoch, index = run.data_position        # where this rank's data continues
     # or, for objects with state_dict()/load_state_dict(): run.resumable(model=model, opt=opt)
 
+A batch-size schedule (config `batch_schedule`, as batchlab-runner trains it): run.steps() sets
+run.batch_size / local_batch_size / micro_batch_size to each step's values before yielding it
+(read them inside the loop), the LR is the one for the step's batch, every `samples` written is
+the schedule's, and run.data_position (with .rows) follows the runner's sampler:
+
+    for step in run.steps(train_samples=N, optimizer=opt):
+        idx = my_rows.take(run.local_batch_size)    # this step's local batch
+
 Every decision uses values all ranks share (shared.py), so every rank leaves the loop after the
 same step. Only rank 0 writes the metrics file. A program that raises leaves no `end` line, so
 batchlab records the attempt as failed.
@@ -654,8 +662,9 @@ class Run:
         self._writer.next_seq = client["next_seq"]
 
     def _client_state(self):
-        """What the next step depends on besides the program's own state. The LR is a function
-        of the step; the data position follows from step and steps_per_epoch."""
+        """What the next step depends on besides the program's own state. The LR and the batch
+        are functions of the step; the data position follows from the step, steps_per_epoch
+        and shard_rows."""
         return {"step": self.step, "elapsed": self._elapsed,
                 # The resumed attempt's first line takes the seq after this checkpoint's line.
                 "next_seq": self._writer.next_seq + 1,
