@@ -226,6 +226,32 @@ class ResumeTest(CheckpointTestCase):
                 steps = [l["step"] for l in run.lines(1) if l["kind"] == "checkpoint"]
                 self.assertEqual(steps, [5, 10, 15, 20])
 
+    def test_a_batch_schedule_resumes_exactly_with_its_samples_and_data_position(self):
+        # Batches 8 (steps 1-5, 40 samples), 16 (steps 6-9, 104), then 32; a checkpoint every
+        # 64 samples: after steps 7 (72), 10 (136), 12 (200), ...
+        config = {"batch_schedule": {"at_samples": [40, 100], "batch_sizes": [16, 32]},
+                  "checkpoint": {"every_samples": 64, "every_seconds": 0}}
+        reference = self.reference(config)
+        self.assertEqual([l["samples"] for l in steps_of(reference)][:11],
+                         [8, 16, 24, 32, 40, 56, 72, 88, 104, 136, 168])
+        run = Attempts(self, config)
+        train(run.new(), stop_after=11)
+        self.assertEqual([l["step"] for l in run.lines(1) if l["kind"] == "checkpoint"], [7, 10])
+        resumed = load_run(run.new())
+        resumed.on_checkpoint(lambda: {})
+        resumed.resume()
+        # Shard 64 rows: steps 1-6 read 56 rows; step 7's 16 start epoch 1 (3 batches of 16);
+        # step 10's 32 start epoch 2; step 11's 32 still fit.
+        self.assertEqual((resumed.step, resumed.data_position), (10, (2, 1)))
+        self.assertEqual(resumed.data_position.rows, 32)
+        self.assertEqual((resumed.batch_size, resumed.local_batch_size), (32, 32))
+        resumed._finished = True
+        random.seed(7)
+        second, resumed_from, code = train(run.new())
+        self.assertEqual((resumed_from, code), (10, 0))
+        self.assert_continues(run.lines(3), reference, 10)
+        self.assertEqual(run.lines(3)[-1]["samples"], reference[-1]["samples"])
+
     def test_a_bad_checkpoint_section_is_a_config_error(self):
         for section, path in (({"keep": 0}, "checkpoint.keep"),
                               ({"at_steps": [3, "x"]}, "checkpoint.at_steps[1]"),

@@ -201,6 +201,23 @@ class OneRankTest(TempDirTest):
                 self.assertAlmostEqual(gns["sq_small"] / (sum(micro_sq) / parts), 1, places=5)
                 self.assertAlmostEqual(gns["sq_big"] / full_sq, 1, places=5)
 
+    def test_a_batch_schedule_measures_at_the_steps_batch(self):
+        import batchlab
+        from batchlab.config import RunConfig
+        run = batchlab.Run(RunConfig({"batch_size": 12, "budget": {"steps": 2},
+                                      "gns": {"every_steps": 1}, "batch_schedule":
+                                      {"at_samples": [12], "batch_sizes": [24]}}))
+        model, loss_fn = torch.nn.Linear(5, 1), torch.nn.functional.mse_loss
+        got = []
+        for step in run.steps():
+            n = run.local_batch_size
+            x, y = torch.randn(n, 5), torch.randn(n, 1)
+            run.backward(model, loss_fn, x, y)
+            got.append((run.batch_size, run._gns["b_small"], run._gns["b_big"]))
+            run.log_step(1.0)
+        run._finished = True
+        self.assertEqual(got, [(12, 6, 12), (24, 12, 24)])
+
 
 if __name__ == "__main__":
     unittest.main()

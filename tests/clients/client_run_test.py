@@ -216,6 +216,109 @@ class ConfigTest(TempDirTest):
         self.assertEqual(run.params["depth"], 18)
 
 
+class FakeProbe:
+    """The DDP hook's state (ddp.NoiseProbe) as log_step reads it: a measurement every step."""
+
+    def take_comm(self):
+        return None
+
+    def take(self):
+        return (4.0, 1.0)
+
+
+class BatchScheduleTest(TempDirTest):
+    """A run with a batch_schedule: each step's batch, samples, LR and gns batches are the
+    schedule's (runner/trainer.cc), the sizes a program reads change with the step."""
+
+    SCHEDULE = {"at_samples": [200, 500], "batch_sizes": [128, 256]}
+
+    def make(self, **overrides):
+        return make_run(self, batch_schedule=self.SCHEDULE, **overrides)
+
+    def test_each_step_trains_at_its_batch_with_its_lr_and_samples(self):
+        run = self.make(budget={"samples": 2000}, nodes=2, checkpoint={"every_seconds": 0})
+        run.cfg.rank, run.is_main = 0, True
+        run._probe = FakeProbe()
+        seen = []
+        for step in run.steps(train_samples=1000):
+            seen.append((step, run.batch_size, run.local_batch_size, run.micro_batch_size))
+            run.log_step(1.0)
+            if run.should_eval():
+                run.log_eval(test_loss=0.5)
+        run.finish(exit=False)
+        # 64 x 4 = 256 >= 200: step 5 at 128; 256 + 2 x 128 = 512 >= 500: step 7 at 256;
+        # 2000 samples: 512 + 6 x 256 = 2048 after step 12.
+        batches = [64] * 4 + [128] * 2 + [256] * 6
+        self.assertEqual([b for _, b, _, _ in seen], batches)
+        self.assertEqual([(l, m) for _, b, l, m in seen], [(b // 2, b // 2) for b in batches])
+        self.assertEqual([run.batch_size_at(s) for s in range(1, 13)], batches)
+        lines = self.read_lines()
+        start = lines[0]
+        self.assertEqual((start["batch_size"], start["local_batch_size"], start["total_steps"],
+                          start["steps_per_epoch"]), (64, 32, 12, 15))
+        self.assertEqual(start["batch_schedule"], self.SCHEDULE)
+        steps = [l for l in lines if l["kind"] == "step"]
+        samples = [sum(batches[:k + 1]) for k in range(12)]
+        self.assertEqual([l["samples"] for l in steps], samples)
+        lr = {b: LrSchedule(run.cfg.lr, b, 12) for b in (64, 128, 256)}
+        self.assertEqual([l["lr"] for l in steps], [lr[b].at(i) for i, b in enumerate(batches)])
+        self.assertEqual([(l["gns_b_small"], l["gns_b_big"]) for l in steps],
+                         [(b // 2, b) for b in batches])
+        # Shard 500 rows per rank: 4 x 32 + 2 x 64 = 256 rows, step 7 takes 128 more (384);
+        # 512 > 500, so step 8 starts epoch 1 and step 11 epoch 2 (3 batches of 128 each).
+        self.assertEqual([l["epoch"] for l in steps], [0] * 7 + [1] * 3 + [2] * 2)
+        self.assertEqual(run.data_position, (2, 2))
+        self.assertEqual(run.data_position.rows, 256)
+        evals = [l for l in lines if l["kind"] == "eval"]
+        self.assertEqual([(l["step"], l["samples"]) for l in evals],
+                         [(10, samples[9]), (12, 2048)])
+        self.assertEqual((lines[-1]["steps"], lines[-1]["samples"]), (12, 2048))
+
+    def test_an_epochs_budget_counts_samples(self):
+        run = self.make(budget={"epochs": 1})
+        run.start(train_samples=1000)
+        # 1000 samples: 4 x 64 + 2 x 128 = 512, then 2 x 256 = 1024 >= 1000.
+        self.assertEqual(run.total_steps, 8)
+        self.assertEqual(run.samples_after(8), 1024)
+        run._finished = True
+
+    def test_a_batch_larger_than_the_shard_exits_2(self):
+        run = self.make(budget={"epochs": 1})
+        with self.assertRaises(SystemExit) as e:
+            run.start(train_samples=200)
+        self.assertEqual(e.exception.code, 2)
+
+    def test_a_target_and_checkpoints_count_the_schedules_samples(self):
+        run = self.make(budget={"steps": 12}, target={"metric": "loss", "op": "<", "value": 0.5})
+        for step in run.steps(train_samples=1000):
+            run.log_step(1.0 if step < 7 else 0.4)
+        run.finish(exit=False)
+        end = self.read_lines()[-1]
+        self.assertEqual((end["target_step"], end["target_samples"]), (7, 768))
+        self.assertEqual(end["samples"], 768)
+
+    def test_bad_schedules_exit_2_with_the_runners_message(self):
+        for schedule, message in (
+                ({"at_samples": [100, 50], "batch_sizes": [64, 128]},
+                 "batch_schedule.at_samples[1]: 50 is not above the switch before it (100); "
+                 "the switch points must increase in samples"),
+                ({"at_samples": [100], "batch_sizes": [48]},
+                 "batch_schedule.batch_sizes[0]: 48 is not divisible by world_size x "
+                 "accumulation = 1 x 32; choose a multiple of 32"),
+                ({"at_samples": [100]},
+                 "batch_schedule.batch_sizes: missing; batch_schedule needs at_samples, "
+                 "batch_sizes")):
+            with self.subTest(message=message):
+                config = {"batch_size": 64, "accumulation": 32, "budget": {"steps": 3},
+                          "batch_schedule": schedule, "metrics_path": self.path("m.jsonl")}
+                path = self.write_config(config)
+                done = subprocess.run([PYTHON, FAKE, "--config", path], capture_output=True,
+                                      text=True, env=program_env(), timeout=60)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertEqual(done.stderr, f"batchlab[rank 0]: {message}\n")
+                self.assertFalse(os.path.exists(self.path("m.jsonl")))
+
+
 class ProgramTest(TempDirTest):
     """fake_program.py as batchlab runs it: exit codes, files, messages."""
 

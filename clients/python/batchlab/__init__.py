@@ -2,7 +2,7 @@
 
     import batchlab
     run = batchlab.init()          # the resolved config batchlab passed to this rank
-    run.batch_size, run.local_batch_size, run.params, run.lr(step)
+    run.batch_size, run.local_batch_size, run.params, run.lr(step)   # batch sizes: this step's
     for step in run.steps(train_samples=N, optimizer=opt): ...; run.log_step(loss)
     run.finish()                   # the end line and the protocol's exit code
 
@@ -17,13 +17,14 @@ when used. Guide: docs/byo-program.md.
 import os
 import sys
 
+from .batch_schedule import BatchSchedule
 from .config import ConfigError, Launch, RunConfig, config_path
 from .lr import LrSchedule
 from . import protocol
 from .run import OUTCOME_CODES, DataPosition, Run, fail_config
 
-__all__ = ["init", "Run", "RunConfig", "ConfigError", "LrSchedule", "OUTCOME_CODES",
-           "DataPosition", "protocol"]
+__all__ = ["init", "Run", "RunConfig", "ConfigError", "LrSchedule", "BatchSchedule",
+           "OUTCOME_CODES", "DataPosition", "protocol"]
 __version__ = "0.1.0"
 
 
@@ -56,9 +57,9 @@ def init(args=None, argv=None, environ=None):
     (dashes as underscores), so swept params override the program's own flags.
     """
     in_sys_argv = argv is None
-    _end_with_launcher(environ)
     argv = list(sys.argv if argv is None else argv)
     environ = os.environ if environ is None else environ
+    _end_with_launcher(environ)
     rank = 0
     try:
         launch = Launch.from_env(environ)
@@ -80,8 +81,14 @@ def init(args=None, argv=None, environ=None):
 
 def _validate(cfg):
     """The checks a config can pass without the dataset (as `batchlab-runner --validate`)."""
+    from .batch_schedule import BatchSchedule, total_steps as schedule_total_steps
     from .lr import total_steps
-    total = total_steps(cfg.budget_steps, 0, cfg.budget_samples, cfg.batch_size, 0)
+    bs = cfg.batch_schedule
+    if bs is None:
+        total = total_steps(cfg.budget_steps, 0, cfg.budget_samples, cfg.batch_size, 0)
+    else:
+        schedule = BatchSchedule(cfg.batch_size, bs["at_samples"], bs["batch_sizes"])
+        total = schedule_total_steps(schedule, cfg.budget_steps, 0, cfg.budget_samples)
     if cfg.budget_epochs > 0 and total == 0:
         total = 1 << 62  # unknown until the program knows its dataset
     lr = dict(cfg.lr)

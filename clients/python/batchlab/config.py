@@ -19,6 +19,7 @@ CONFIG_ENV = "BATCHLAB_CONFIG"
 
 TARGET_METRICS = ("test_accuracy", "test_loss", "loss")
 TARGET_OPS = (">=", "<=", ">", "<")
+_MAX_SPEC_INTEGER = (1 << 53) - 1  # base/spec_bounds.h kMaxSpecInteger
 
 # The runner's defaults (docs/runner.md) for the fields the client uses.
 _LR_DEFAULTS = {"base": 0.1, "base_batch_size": 256, "rule": "none", "warmup_steps": 0,
@@ -131,6 +132,103 @@ def _obj(config, key, path=None):
     return v
 
 
+def _dump(v):
+    """A JSON value as nlohmann::json::dump() writes it in the runner's messages."""
+    return json.dumps(v, separators=(",", ":"))
+
+
+def _positive_ints(v, path):
+    """config_check.cc's IntArray(name, 1): the runner's messages, word for word."""
+    if not isinstance(v, list):
+        raise ConfigError(f"{path}: {_dump(v)} is not an array of integers")
+    for i, item in enumerate(v):
+        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+            raise ConfigError(f"{path}[{i}]: {_dump(item)} is not a positive integer")
+        if item > _MAX_SPEC_INTEGER:
+            raise ConfigError(f"{path}[{i}]: {_dump(item)} is out of range: must be >= 1 and "
+                              f"<= {_MAX_SPEC_INTEGER}")
+    return list(v)
+
+
+def _edit_distance(a, b):
+    """base/closest_name.h EditDistance: optimal string alignment, case-insensitive."""
+    a, b = a.lower(), b.lower()
+    d = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        d[i][0] = i
+    for j in range(len(b) + 1):
+        d[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def _did_you_mean(word, candidates):
+    """base/closest_name.h DidYouMean: "; did you mean 'NAME'?" or ""."""
+    if not word:
+        return ""
+    limit = 1 if len(word) <= 4 else 2 if len(word) <= 8 else 3
+    best, best_distance = None, limit + 1
+    for c in candidates:
+        if c == word or len(c) > len(word) + limit or len(word) > len(c) + limit:
+            continue
+        d = _edit_distance(word, c)
+        if d < best_distance:
+            best, best_distance = c, d
+    if best is None and len(word) >= 3:
+        best = next((c for c in candidates if len(c) > len(word) and c.startswith(word)), None)
+    return f"; did you mean '{best}'?" if best else ""
+
+
+def _batch_schedule(raw, world_size, accumulation):
+    """`batch_schedule` (docs/spec.md, "Batch-size schedules"): None when absent (a constant
+    batch), else {"at_samples": [...], "batch_sizes": [...]}, checked with batchlab-runner's
+    messages (base/config_check.cc for the declared types, runner/run_config.cc
+    CheckBatchSchedule for the rest)."""
+    if "batch_schedule" not in raw:
+        return None
+    s = raw["batch_schedule"]
+    if not isinstance(s, dict):
+        raise ConfigError(f"batch_schedule: {_dump(s)} is not an object")
+    for key in ("at_samples", "batch_sizes"):
+        if key not in s:
+            raise ConfigError(f"batch_schedule.{key}: missing; batch_schedule needs at_samples, "
+                              "batch_sizes")
+    names = ["at_samples", "batch_sizes"]
+    for key in sorted(s):  # the runner's JSON objects keep their keys sorted
+        if key not in names:
+            raise ConfigError(f"batch_schedule.{key}: unknown field; allowed here: at_samples, "
+                              f"batch_sizes{_did_you_mean(key, names)}")
+        _positive_ints(s[key], f"batch_schedule.{key}")
+    at, sizes = list(s["at_samples"]), list(s["batch_sizes"])
+    if not at and not sizes:
+        return None
+    if len(at) != len(sizes):
+        raise ConfigError(f"batch_schedule.batch_sizes: {len(sizes)} batch sizes for {len(at)} "
+                          "switch points (at_samples); give one batch size per switch")
+    unit = world_size * accumulation
+    for i in range(len(at)):
+        where = f"[{i}]"
+        if i > 0 and at[i] <= at[i - 1]:
+            raise ConfigError(f"batch_schedule.at_samples{where}: {at[i]} is not above the switch "
+                              f"before it ({at[i - 1]}); the switch points must increase in "
+                              "samples")
+        if sizes[i] % unit:
+            raise ConfigError(f"batch_schedule.batch_sizes{where}: {sizes[i]} is not divisible by "
+                              f"world_size x accumulation = {world_size} x {accumulation}; "
+                              f"choose a multiple of {unit}")
+    comm = raw.get("comm")
+    sync = comm.get("sync", "allreduce") if isinstance(comm, dict) else "allreduce"
+    if sync != "allreduce":
+        raise ConfigError(f'batch_schedule: comm.sync "{sync}" trains at one batch size; a batch '
+                          'schedule needs "allreduce"')
+    return {"at_samples": at, "batch_sizes": sizes}
+
+
 class RunConfig:
     """The fields of a resolved config the protocol gives meaning to, checked, with derived sizes.
 
@@ -176,6 +274,8 @@ class RunConfig:
                           ("micro_batch_size", self.micro_batch_size)):
             if key in raw and raw[key] != want:
                 raise ConfigError(f"{key}: {raw[key]} must equal {want}")
+
+        self.batch_schedule = _batch_schedule(raw, self.world_size, self.accumulation)
 
         lr = dict(_LR_DEFAULTS)
         lr.update(_obj(raw, "lr"))

@@ -168,6 +168,6 @@ def backward(run, model, loss_fn, x, y):
             sq_small += _sq_norm([(a - b) * m for a, b in zip(after, before)])
             before = after
     if per_micro:
-        run._gns = {"source": "micro", "b_small": mb, "b_big": run.batch_size,
+        run._gns = {"source": "micro", "b_small": mb, "b_big": run.batch_size_at(run.step + 1),
                     "sq_small": sq_small / m, "sq_big": _sq_norm(before)}
     return torch.tensor(loss_sum / m)

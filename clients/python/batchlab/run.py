@@ -19,6 +19,14 @@ cadence and when preempted (SIGUSR2, SIGTERM or the `preempt` file: checkpoint, 
     epoch, index = run.data_position        # where this rank's data continues
     # or, for objects with state_dict()/load_state_dict(): run.resumable(model=model, opt=opt)
 
+A batch-size schedule (config `batch_schedule`, as batchlab-runner trains it): run.steps() sets
+run.batch_size / local_batch_size / micro_batch_size to each step's values before yielding it
+(read them inside the loop), the LR is the one for the step's batch, every `samples` written is
+the schedule's, and run.data_position (with .rows) follows the runner's sampler:
+
+    for step in run.steps(train_samples=N, optimizer=opt):
+        idx = my_rows.take(run.local_batch_size)    # this step's local batch
+
 Every decision uses values all ranks share (shared.py), so every rank leaves the loop after the
 same step. Only rank 0 writes the metrics file. A program that raises leaves no `end` line, so
 batchlab records the attempt as failed.
@@ -37,6 +45,8 @@ import threading
 import time
 
 from . import checkpoint, protocol, shared
+from .batch_schedule import BatchSchedule, data_cursor
+from .batch_schedule import total_steps as schedule_total_steps
 from .config import ConfigError
 from .lr import LrSchedule, steps_per_epoch, total_steps
 from .metrics import MetricsWriter
@@ -49,10 +59,18 @@ _RESERVED = frozenset(("seq", "kind", "step", "samples", "epoch", P.METRIC_LOSS,
                        P.METRIC_STEP_SECONDS, P.METRIC_COMM_SECONDS, "cpus", "load_avg", P.METRIC_GNS_B_SMALL, P.METRIC_GNS_B_BIG,
                        P.METRIC_GNS_SQ_SMALL, P.METRIC_GNS_SQ_BIG))
 
-# Where this rank's data continues: `index` batches of epoch `epoch` are trained (steps_per_epoch
-# batches per epoch; 0 when the program did not tell the client its training set size, then
-# epoch 0 and index = the step).
-DataPosition = collections.namedtuple("DataPosition", "epoch index")
+
+
+class DataPosition(collections.namedtuple("DataPosition", "epoch index")):
+    """Where this rank's data continues: `index` batches of epoch `epoch` (from 0) are trained,
+    `rows` rows of this rank's shard of that epoch (index x local batch for a constant batch;
+    under a batch schedule the batches differ, so start the data at `rows`). Without the
+    training set size: epoch 0, index = the step, rows = all this rank's rows so far."""
+
+    def __new__(cls, epoch, index, rows=None):
+        self = super().__new__(cls, epoch, index)
+        self.rows = rows
+        return self
 
 
 def _metrics(metrics):
@@ -100,9 +118,16 @@ class Run:
         self.world_size = cfg.world_size
         self.local_rank = cfg.local_rank
         self.local_world_size = cfg.local_world_size
-        self.batch_size = cfg.batch_size     # global, per optimizer step
+        # The current step's sizes: global per optimizer step, per rank, per micro-batch. With a
+        # batch_schedule they change between steps (run.steps() sets them before each step; a
+        # program reads them every step); before the loop they are the next step's.
+        self.batch_size = cfg.batch_size
         self.local_batch_size = cfg.local_batch_size
         self.micro_batch_size = cfg.micro_batch_size
+        bs = cfg.batch_schedule or {}
+        # The config's batch_schedule (constant without one): run.batch_size_at(step).
+        self.batch_schedule = BatchSchedule(cfg.batch_size, bs.get("at_samples", ()),
+                                            bs.get("batch_sizes", ()))
         self.accumulation = cfg.accumulation
         self.seed = cfg.seed
         self.is_main = cfg.rank == 0
@@ -111,7 +136,9 @@ class Run:
         self.steps_per_epoch = 0             # 0 = not told (run.steps(train_samples=N))
         self._clock = clock
         self._values = values                # a test's SharedValues; None = shared.for_world
-        self._schedule = None
+        self._schedule = None                # the LR schedule at batch_size
+        self._lr_by_batch = {}               # a batch schedule's other batches: their LRs
+        self._shard_rows = 0                 # floor(N / world_size); 0 = not told
         self._writer = None
         self._start_time = None
         self._step_began = None
@@ -156,6 +183,9 @@ class Run:
         line = {"kind": P.LINE_START, "time": time.time(), "world_size": cfg.world_size,
                 "batch_size": cfg.batch_size, "local_batch_size": cfg.local_batch_size,
                 "accumulation": cfg.accumulation}
+        if not self.batch_schedule.constant:  # batch_size is the first; step lines the rest
+            line["batch_schedule"] = {"at_samples": self.batch_schedule.at_samples,
+                                      "batch_sizes": self.batch_schedule.batch_sizes}
         if optimizer is not None:
             line["parameters"] = sum(p.numel() for g in optimizer.param_groups
                                      for p in g["params"])
@@ -182,31 +212,70 @@ class Run:
         if self._schedule is not None and train_samples is None:
             return
         cfg = self.cfg
+        sched = self.batch_schedule
         try:
             if train_samples is not None:
                 self.steps_per_epoch = steps_per_epoch(int(train_samples), cfg.world_size,
                                                        cfg.local_batch_size)
-            self.total_steps = total_steps(cfg.budget_steps, cfg.budget_epochs,
-                                           cfg.budget_samples, cfg.batch_size,
-                                           self.steps_per_epoch)
+                self._shard_rows = int(train_samples) // cfg.world_size
+                for i, batch in enumerate(sched.batch_sizes):  # as the runner's trainer
+                    if batch // cfg.world_size > self._shard_rows:
+                        raise ConfigError(
+                            f"batch_schedule.batch_sizes[{i}]: a local batch of "
+                            f"{batch // cfg.world_size} is larger than this rank's shard of "
+                            f"{self._shard_rows} training samples; use a smaller batch size or "
+                            "fewer ranks")
+            if sched.constant:
+                self.total_steps = total_steps(cfg.budget_steps, cfg.budget_epochs,
+                                               cfg.budget_samples, cfg.batch_size,
+                                               self.steps_per_epoch)
+            else:
+                if cfg.budget_epochs > 0 and not self._shard_rows:
+                    total_steps(0, cfg.budget_epochs, 0, cfg.batch_size, 0)  # its message
+                self.total_steps = schedule_total_steps(
+                    sched, cfg.budget_steps, cfg.budget_epochs, cfg.budget_samples,
+                    self._shard_rows * cfg.world_size)
+            # The LR of a step is the schedule built for that step's batch (lr.rule; warmup and
+            # decay over the run's steps), as runner/trainer.cc LrAt.
             self._schedule = LrSchedule(cfg.lr, cfg.batch_size, self.total_steps,
                                         self.steps_per_epoch)
+            self._lr_by_batch = {b: LrSchedule(cfg.lr, b, self.total_steps, self.steps_per_epoch)
+                                 for b in set(sched.batch_sizes) if b != cfg.batch_size}
         except ConfigError as e:
             fail_config(e, self.rank)
 
     def lr(self, step):
         """The LR of step `step` (counting from 1, as in the step lines): exactly the runner's
-        LrSchedule::At(step - 1) for this config's rule, warmup and schedule. Before steps(),
-        an epochs budget or warmup needs run.start(train_samples=N) first."""
+        LrSchedule::At(step - 1) for this config's rule, warmup and schedule, at that step's
+        batch (batch_schedule). Before steps(), an epochs budget or warmup needs
+        run.start(train_samples=N) first."""
         self._plan()
-        return self._schedule.at(step - 1)
+        batch = self.batch_size_at(step)
+        return self._lr_by_batch.get(batch, self._schedule).at(step - 1)
+
+    def batch_size_at(self, step):
+        """The global batch of step `step` (from 1): batch_size, or under a batch_schedule the
+        batch of the last switch whose at_samples the samples seen before the step reached."""
+        return self.batch_schedule.at(step).batch
+
+    def samples_after(self, step):
+        """Training samples seen after step `step` (all ranks): step x batch_size, or the batch
+        schedule's sum. What the lines' `samples` say."""
+        return self.batch_schedule.samples_after(step)
+
+    def _use_batch_of(self, step):
+        """run.batch_size, local_batch_size, micro_batch_size: step `step`'s."""
+        self.batch_size = self.batch_size_at(step)
+        self.local_batch_size = self.batch_size // self.world_size
+        self.micro_batch_size = self.local_batch_size // self.accumulation
 
     # --- the loop ----------------------------------------------------------------------------
 
     def steps(self, train_samples=None, optimizer=None):
         """Yields the step numbers 1, 2, ... until the budget ends, the target is reached or the
         loss diverges. With `optimizer`, sets every param group's "lr" to run.lr(step) first.
-        Call log_step once in every step."""
+        Call log_step once in every step. Before each step run.batch_size, local_batch_size
+        and micro_batch_size become that step's (they change under a batch_schedule)."""
         self.start(train_samples, optimizer)
         if self.cfg.mode == "noop":
             return
@@ -215,6 +284,7 @@ class Run:
             while self._stop is None and (self.total_steps == 0 or self.step < self.total_steps):
                 step = self.step + 1
                 self._yielded = step
+                self._use_batch_of(step)
                 if optimizer is not None:
                     lr = self.lr(step)
                     for group in optimizer.param_groups:
@@ -255,8 +325,9 @@ class Run:
         if gns is None and self._probe is not None:  # the DDP hook measured this step
             taken = self._probe.take()
             if taken is not None:
-                gns = {"source": "ranks", "b_small": self.local_batch_size,
-                       "b_big": self.batch_size, "sq_small": taken[0], "sq_big": taken[1]}
+                batch = self.batch_size_at(step)
+                gns = {"source": "ranks", "b_small": batch // self.world_size,
+                       "b_big": batch, "sq_small": taken[0], "sq_big": taken[1]}
         ranks_gns = gns is not None and gns.get("source") == "ranks"
         local.append(gns["sq_small"] if ranks_gns else 0.0)  # the same length on every rank
         local.append(1.0 if self._stop_file_seen(now) else 0.0)
@@ -265,9 +336,9 @@ class Run:
         loss_g, self._elapsed = values[0], values[1]
         self._preempt = values[4] > 0
 
-        line = {"kind": P.LINE_STEP, "step": step, "samples": step * self.batch_size}
+        line = {"kind": P.LINE_STEP, "step": step, "samples": self.samples_after(step)}
         if self.steps_per_epoch:
-            line["epoch"] = (step - 1) // self.steps_per_epoch
+            line["epoch"] = self._epoch_of(step)
         line[P.METRIC_LOSS] = loss_g
         if gns is not None:
             line[P.METRIC_GNS_B_SMALL] = gns["b_small"]
@@ -349,7 +420,7 @@ class Run:
         values = self._shared().from_rank0(local + [now])
         seconds = values[-1]
         shared_metrics = dict(zip(names, values[:-1]))
-        line = {"kind": P.LINE_EVAL, "step": self.step, "samples": self.step * self.batch_size,
+        line = {"kind": P.LINE_EVAL, "step": self.step, "samples": self.samples_after(self.step),
                 "seconds": seconds}
         line.update(shared_metrics)
         self._writer.write(line)
@@ -382,7 +453,7 @@ class Run:
 
     def _record_target(self, value, seconds):
         if self._target_at is None and self.cfg.target.met(value):
-            self._target_at = (self.step, self.step * self.batch_size, seconds)
+            self._target_at = (self.step, self.samples_after(self.step), seconds)
             self._stop = self._stop or "target"
 
     @property
@@ -411,7 +482,7 @@ class Run:
         loss = self._last_loss
         self._writer.write({
             "kind": P.LINE_END, "outcome": outcome, "steps": self.step,
-            "samples": self.step * self.batch_size,
+            "samples": self.samples_after(self.step),
             "seconds": self._clock() - self._start_time,
             "target_step": reached[0] if reached else None,
             "target_samples": reached[1] if reached else None,
@@ -533,14 +604,31 @@ class Run:
 
     @property
     def data_position(self):
-        """DataPosition(epoch, index): the batches of this rank's data already trained — epoch
-        `epoch` (from 0) and `index` batches into it, from run.step and the steps per epoch
-        (known once run.steps(train_samples=N) started, or from the checkpoint resume() loaded;
-        without them: epoch 0, index = run.step). After resume(), start this rank's data there
-        to continue bit for bit."""
-        if not self.steps_per_epoch:
-            return DataPosition(0, self.step)
-        return DataPosition(*divmod(self.step, self.steps_per_epoch))
+        """DataPosition(epoch, index) (and .rows): the batches of this rank's data already
+        trained — epoch `epoch` (from 0) and `index` batches (`rows` rows) into it, from
+        run.step and the steps per epoch (known once run.steps(train_samples=N) started, or
+        from the checkpoint resume() loaded; without them: epoch 0, index = run.step). After
+        resume(), start this rank's data there to continue bit for bit.
+        Under a batch_schedule the batches differ in size: the runner's sampler takes each
+        step's local batch from the rows of the epoch left, and a step whose local batch no
+        longer fits starts the next epoch (reshuffled); start at `rows` rows into `epoch`."""
+        sched = self.batch_schedule
+        if sched.constant or not self._shard_rows:
+            if not self.steps_per_epoch:
+                rows = self.samples_after(self.step) // self.world_size
+                return DataPosition(0, self.step, rows)
+            epoch, index = divmod(self.step, self.steps_per_epoch)
+            return DataPosition(epoch, index, index * self.cfg.local_batch_size)
+        epoch, index, rows = data_cursor(sched, self.world_size, self._shard_rows, self.step)
+        if rows + self.batch_size_at(self.step + 1) // self.world_size > self._shard_rows:
+            return DataPosition(epoch + 1, 0, 0)  # the next step starts the next epoch
+        return DataPosition(epoch, index, rows)
+
+    def _epoch_of(self, step):
+        """The epoch step `step` read its batch from (the step line's `epoch`)."""
+        if self.batch_schedule.constant or not self._shard_rows:
+            return (step - 1) // self.steps_per_epoch
+        return data_cursor(self.batch_schedule, self.world_size, self._shard_rows, step)[0]
 
     @property
     def preempted(self):
@@ -565,14 +653,18 @@ class Run:
         self._prune_bound_passed = client["prune_bound_passed"]
         if client["steps_per_epoch"] and not self.steps_per_epoch:
             self.steps_per_epoch = client["steps_per_epoch"]
-        self._last_checkpoint = (step, step * self.batch_size, client["elapsed"])
+        if client.get("shard_rows") and not self._shard_rows:
+            self._shard_rows = client["shard_rows"]
+        self._last_checkpoint = (step, self.samples_after(step), client["elapsed"])
+        self._use_batch_of(step + 1)  # the sizes of the step the run continues with
         self._rng_pending = client["rng"]
         self._open_writer()
         self._writer.next_seq = client["next_seq"]
 
     def _client_state(self):
-        """What the next step depends on besides the program's own state. The LR is a function
-        of the step; the data position follows from step and steps_per_epoch."""
+        """What the next step depends on besides the program's own state. The LR and the batch
+        are functions of the step; the data position follows from the step, steps_per_epoch
+        and shard_rows."""
         return {"step": self.step, "elapsed": self._elapsed,
                 # The resumed attempt's first line takes the seq after this checkpoint's line.
                 "next_seq": self._writer.next_seq + 1,
@@ -581,6 +673,7 @@ class Run:
                 "target_at": list(self._target_at) if self._target_at else None,
                 "prune_bound_passed": self._prune_bound_passed,
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
+                "shard_rows": self._shard_rows,
                 "rng": checkpoint.rng_state()}
 
     def _checkpoint_due(self):
@@ -592,7 +685,7 @@ class Run:
         return (self.step in c.at_steps
                 or (c.every_steps > 0 and self.step - step >= c.every_steps)
                 or (c.every_samples > 0 and
-                    self.step * self.batch_size - samples >= c.every_samples)
+                    self.samples_after(self.step) - samples >= c.every_samples)
                 or (c.every_seconds > 0 and self._elapsed - seconds >= c.every_seconds))
 
     def _save_checkpoint(self):
@@ -616,7 +709,7 @@ class Run:
             error = f"{path}: {e.strerror or e}"
             print(f"batchlab[rank {self.rank}]: checkpoint at step {self.step} not written "
                   f"({error}); the previous one stays valid", file=sys.stderr)
-        self._last_checkpoint = (self.step, self.step * self.batch_size, self._elapsed)
+        self._last_checkpoint = (self.step, self.samples_after(self.step), self._elapsed)
         if error is None:
             checkpoint.prune(folder, self.rank, self.cfg.checkpoint.keep,
                              self.cfg.checkpoint.at_steps)
