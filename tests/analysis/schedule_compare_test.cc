@@ -9,7 +9,7 @@ namespace {
 
 // A run of `steps` steps at `batch` (switching to `later` from `switch_samples` on, if set),
 // loss 1/step, test_accuracy 0.1 x step evaluated every step.
-RunData Run(int64_t batch, int64_t steps, int64_t later = 0, int64_t switch_samples = 0) {
+RunData MakeRun(int64_t batch, int64_t steps, int64_t later = 0, int64_t switch_samples = 0) {
   RunData r;
   r.batch_size = batch;
   if (later > 0) {
@@ -31,9 +31,9 @@ RunData Run(int64_t batch, int64_t steps, int64_t later = 0, int64_t switch_samp
 TEST(ScheduleCompareTest, ScheduledRunsAgainstConstantOnesWithStatedFigures) {
   SweepData sweep;
   sweep.target = "test_accuracy>=0.35";  // met at step 4 by every run
-  sweep.scheduled.push_back(Run(16, 6, 64, 64));  // 4 x 16 = 64, then 2 x 64: 192 samples
-  sweep.runs.push_back(Run(64, 3));               // 192 samples in 3 steps
-  sweep.runs.push_back(Run(16, 12));              // 192 samples in 12 steps
+  sweep.scheduled.push_back(MakeRun(16, 6, 64, 64));  // 4 x 16 = 64, then 2 x 64: 192 samples
+  sweep.runs.push_back(MakeRun(64, 3));               // 192 samples in 3 steps
+  sweep.runs.push_back(MakeRun(16, 12));              // 192 samples in 12 steps
   const ScheduleSection s = CompareSchedules(sweep, 2);
   ASSERT_EQ(s.rows.size(), 3u);
   EXPECT_EQ(s.rows[0].label, "B=16→64@64");

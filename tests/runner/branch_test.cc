@@ -193,9 +193,6 @@ TEST_F(BranchTest, AnIncompleteBranchObjectIsABadConfigNamingIt) {
   }
 }
 
-}  // namespace
-}  // namespace batchlab::runner
-
 // Batch-size schedules (config "batch_schedule", docs/spec.md "Batch-size schedules") are the
 // piecewise constant runs they are made of: B0 up to the switch, then a branch at k = 2 from
 // there, with the LR of the new batch by lr.rule (linear: twice the trunk's). Bit for bit, for
@@ -238,7 +235,7 @@ TEST_F(BranchTest, AScheduleRunIsItsPiecewiseConstantRunsBitForBit) {
     again.set_resume_from({EarlierAttempt{1, first.string()}});
     again.Run();
     EXPECT_EQ(again.resumed_from_step(), kAt - 1);
-    EXPECT_EQ(again.losses(), std::vector<double>(s.losses.begin() + (kAt - 1), s.losses.end()));
+    EXPECT_EQ(again.losses(), s.losses);  // the checkpoint's history, then the steps after it
     EXPECT_TRUE(torch::equal(again.FlatParameters(), s.params));
   }
 }
@@ -249,7 +246,7 @@ TEST_F(BranchTest, ABadScheduleIsRefusedNamingTheField) {
     j["batch_schedule"] = schedule;
     try {
       ParseRunConfig(j, 1);
-    } catch (const BadConfig& e) {
+    } catch (const RunnerError& e) {
       return std::string(e.what());
     }
     return std::string("accepted");
@@ -272,3 +269,6 @@ TEST_F(BranchTest, ABadScheduleIsRefusedNamingTheField) {
   EXPECT_NE(message({{"at_samples", {256}}}).find("batch_schedule.batch_sizes"), std::string::npos);
   EXPECT_EQ(message({{"at_samples", {256}}, {"batch_sizes", {64}}}), "accepted");
 }
+
+}  // namespace
+}  // namespace batchlab::runner
