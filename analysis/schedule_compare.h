@@ -1,10 +1,11 @@
-// Batch-size schedules measured against constant batches (docs/branch-study.md, "Schedules"): for
-// every run of a sweep, scheduled or not, its steps and samples, when it met the target, and its
-// loss at the end (the mean of its last step losses, and its last evaluation); each scheduled run
-// set beside the constant runs that saw as many samples, with the steps it saved.
+// Batch-size schedules measured against constant batches (docs/branch-study.md, "Schedules"): the
+// runs of a sweep grouped by configuration (a schedule, or a constant batch; seeds pooled), each
+// with its steps and samples, when it met the target, and its loss at the end (the mean of a run's
+// last step losses, and its last evaluation) as mean and spread over seeds; each schedule set
+// beside the constant batches that saw as many samples, with the steps it saved.
 //
 //   ScheduleSection s = CompareSchedules(sweep, /*smooth_steps=*/20);
-//   Table t = ScheduleTable(s);          // one row per run
+//   Table t = ScheduleTable(s);          // one row per configuration, over its seeds
 //   for (auto& line : s.readings) ...    // "B=16→64@8192 took 41% fewer steps than B=16 ..."
 #ifndef BATCHLAB_ANALYSIS_SCHEDULE_COMPARE_H_
 #define BATCHLAB_ANALYSIS_SCHEDULE_COMPARE_H_
@@ -19,21 +20,28 @@
 
 namespace batchlab::analysis {
 
+// One configuration (a schedule, or a constant batch) over its seeds.
 struct ScheduleRow {
   std::string label;  // "B=16" or "B=16→64@8192→128@24576" (batch→batch@samples)
   bool scheduled = false;
   int64_t first_batch = 0;
   int64_t largest_batch = 0;
-  int64_t steps = 0;    // steps trained (the last step line)
+  int seeds = 0;        // runs of this configuration that trained
+  int64_t steps = 0;    // steps trained (the most over its runs)
   int64_t samples = 0;  // samples seen then
-  std::optional<int64_t> target_step, target_samples;  // first evaluation meeting the target
-  std::optional<double> final_loss;       // mean of the last `smooth_steps` step losses
-  std::optional<double> final_test_loss;  // the last evaluation's
+  // Mean first step meeting the target over the runs that met it (and how many did).
+  std::optional<double> target_step;
+  int reached = 0;
+  // Mean and sample standard deviation over seeds: the mean of the last `smooth_steps` step
+  // losses of a run, and its last evaluation's test loss.
+  std::optional<double> final_loss, final_loss_sd;
+  std::optional<double> final_test_loss, final_test_loss_sd;
 };
 
 struct ScheduleSection {
-  std::vector<ScheduleRow> rows;        // scheduled runs first, then constant ones by batch
-  std::vector<std::string> readings;    // one sentence per (scheduled run, constant run) pair
+  std::vector<ScheduleRow> rows;      // schedules first, then constant batches by batch
+  std::vector<std::string> readings;  // one sentence per (schedule, constant batch) pair
+  int smooth_steps = 0;
 };
 
 // `target` ("test_accuracy>=0.8" as SweepData::target; empty: none) decides target_step.

@@ -205,6 +205,12 @@ void SetPath(json& object, const std::string& dotted_path, json value) {
     size_t dot = dotted_path.find('.', start);
     std::string part = dotted_path.substr(start, dot == std::string::npos ? dot : dot - start);
     if (dot == std::string::npos) {
+      // null for an optional object (batch_schedule, program): the point goes without it.
+      const config::Field* field = config::FindField(dotted_path);
+      if (value.is_null() && field != nullptr && field->optional_object) {
+        cur->erase(part);
+        return;
+      }
       (*cur)[part] = std::move(value);
       return;
     }

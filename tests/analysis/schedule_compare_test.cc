@@ -39,11 +39,13 @@ TEST(ScheduleCompareTest, ScheduledRunsAgainstConstantOnesWithStatedFigures) {
   EXPECT_EQ(s.rows[0].label, "B=16→64@64");
   EXPECT_TRUE(s.rows[0].scheduled);
   EXPECT_EQ(s.rows[0].largest_batch, 64);
+  EXPECT_EQ(s.rows[0].seeds, 1);
   EXPECT_EQ(s.rows[0].steps, 6);
   EXPECT_EQ(s.rows[0].samples, 192);
-  EXPECT_EQ(s.rows[0].target_step, 4);
-  EXPECT_EQ(s.rows[0].target_samples, 64);
+  EXPECT_EQ(s.rows[0].target_step, 4.0);
+  EXPECT_EQ(s.rows[0].reached, 1);
   EXPECT_DOUBLE_EQ(*s.rows[0].final_loss, (1.0 / 5 + 1.0 / 6) / 2);
+  EXPECT_FALSE(s.rows[0].final_loss_sd.has_value());  // one seed
   // Constant runs after it, by batch.
   EXPECT_EQ(s.rows[1].label, "B=16");
   EXPECT_EQ(s.rows[1].steps, 12);
@@ -62,6 +64,24 @@ TEST(ScheduleCompareTest, ScheduledRunsAgainstConstantOnesWithStatedFigures) {
   const Table t = ScheduleTable(s);
   EXPECT_EQ(t.rows.size(), 3u);
   EXPECT_EQ(t.rows[0][1], "yes");
+}
+
+// Seeds of one configuration are pooled: mean and sample sd of their final losses.
+TEST(ScheduleCompareTest, SeedsArePooledPerConfiguration) {
+  SweepData sweep;
+  for (int seed = 1; seed <= 3; ++seed) {
+    RunData r = MakeRun(16, 4, 32, 32);
+    r.seed = seed;
+    r.params = {{"seed", std::to_string(seed)}};
+    // Last two losses shifted by the seed: run means 0.375 + 0.1 x seed.
+    for (double& v : r.metrics["loss"].values) v += 0.1 * seed;
+    sweep.scheduled.push_back(r);
+  }
+  const ScheduleSection s = CompareSchedules(sweep, 2);
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.rows[0].seeds, 3);
+  EXPECT_NEAR(*s.rows[0].final_loss, (1.0 / 3 + 1.0 / 4) / 2 + 0.2, 1e-12);
+  EXPECT_NEAR(*s.rows[0].final_loss_sd, 0.1, 1e-12);
 }
 
 }  // namespace
