@@ -80,14 +80,21 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
   std::vector<double> gaps(ks.size());
   for (size_t i = 0; i < ks.size(); ++i) gaps[i] = means[i] - means[0];
 
-  // Bootstrap replicates: every k's seeds resampled, and each seed's last values.
-  Resampler rs(options.seed);
+  // Bootstrap replicates: every k's seeds resampled, and each seed's last values. Each k draws
+  // from a stream of its own, so the replicates of the smaller k do not depend on which larger
+  // k exist: an analysis without branches that could not change it (orchestrator/
+  // branch_pruning.h) gives the same interval.
+  std::vector<Resampler> streams;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    streams.emplace_back(options.seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL * (i + 1));
+  }
   std::vector<std::vector<double>> gap_reps(ks.size());
   std::vector<double> crossing_reps;
   std::vector<double> rep_means(ks.size()), rep_gaps(ks.size());
   for (int b = 0; b < options.resamples; ++b) {
     size_t i = 0;
     for (const auto& [k, runs] : by_k) {
+      Resampler& rs = streams[i];
       double sum = 0;
       for (size_t s = 0; s < runs.size(); ++s) {
         const BranchRun* r = runs[runs.size() >= 2 ? rs.Index(runs.size()) : 0];
