@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "analysis/study_tables.h"
+#include "base/atomic_file.h"
 #include "base/count_text.h"
 
 namespace batchlab::analysis {
@@ -109,27 +110,6 @@ std::vector<std::string> Summary(const Study& s) {
   return out;
 }
 
-namespace {
-
-Status WriteFile(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      return InternalError(
-          fmt::format("could not write {} (disk full or no permission?)", tmp.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return InternalError(fmt::format("could not rename {}: {}", tmp.string(), ec.message()));
-  return OkStatus();
-}
-
-}  // namespace
-
 StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
   Study s;
   s.sweep = sweep.name;
@@ -229,7 +209,7 @@ StatusOr<std::vector<std::string>> WriteReport(const Study& study, const std::st
   std::vector<std::string> written;
   auto put = [&](const std::string& name, const std::string& text) -> Status {
     const std::filesystem::path p = dir / name;
-    BATCHLAB_RETURN_IF_ERROR(WriteFile(p, text));
+    BATCHLAB_RETURN_IF_ERROR(WriteFileAtomically(p.string(), text));
     written.push_back(p.string());
     return OkStatus();
   };

@@ -15,8 +15,8 @@
 #include <fmt/ranges.h>
 #include <boost/filesystem.hpp>
 
+#include "base/atomic_file.h"
 #include "base/run_protocol.h"
-#include "orchestrator/atomic_file.h"
 #include "orchestrator/attempt_verdict.h"
 #include "orchestrator/gpu_slots.h"
 #include "orchestrator/lr_search.h"
@@ -435,10 +435,9 @@ class Execution {
     }
     if (earlier.empty()) return OkStatus();
     const std::string path = dir + "/" + protocol::kResumeFile;
-    if (!WriteFileAtomically(path, nlohmann::json{{"attempts", earlier}}.dump(2) + "\n")) {
-      return UnavailableError(fmt::format("cannot write {}: {} (is the disk full?)", path,
-                                          std::strerror(errno)));
-    }
+    const Status written =
+        WriteFileAtomically(path, nlohmann::json{{"attempts", earlier}}.dump(2) + "\n");
+    if (!written.ok()) return UnavailableError(written.message());
     return OkStatus();
   }
 
@@ -458,10 +457,9 @@ class Execution {
   Status WriteBranchFromFile(const PlannedRun& r, const std::string& dir) {
     BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> dirs, TrunkDirs(r.trunk_id));
     const std::string path = dir + "/" + protocol::kBranchFromFile;
-    if (!WriteFileAtomically(path, nlohmann::json{{"trunk_dirs", dirs}}.dump(2) + "\n")) {
-      return UnavailableError(fmt::format("cannot write {}: {} (is the disk full?)", path,
-                                          std::strerror(errno)));
-    }
+    const Status written =
+        WriteFileAtomically(path, nlohmann::json{{"trunk_dirs", dirs}}.dump(2) + "\n");
+    if (!written.ok()) return UnavailableError(written.message());
     return OkStatus();
   }
 
@@ -758,7 +756,8 @@ class Execution {
     const std::optional<int64_t> bound = prune_.StopFromStep(a.index);
     if (!bound || *bound == a.stop_from_step) return;
     if (WriteFileAtomically(a.dir + "/" + protocol::kPruneAtFile,
-                            nlohmann::json{{"stop_from_step", *bound}}.dump() + "\n")) {
+                            nlohmann::json{{"stop_from_step", *bound}}.dump() + "\n")
+            .ok()) {
       a.stop_from_step = *bound;
     }
   }
