@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/report.h"
+#include "analysis/sweep_study.h"
 
 namespace batchlab::analysis {
 
