@@ -14,12 +14,6 @@
 
 namespace batchlab::analysis {
 
-namespace {
-
-std::string N(double v) { return FormatNumber(v); }
-
-}  // namespace
-
 std::vector<std::string> Summary(const Study& s) {
   std::vector<std::string> out;
   std::string states;
@@ -38,41 +32,44 @@ std::vector<std::string> Summary(const Study& s) {
       out.push_back(fmt::format("LR search at B={}{}: {} = {} ({} runs, {} LRs tried{}).",
                                 f.batch_size, f.others.empty() ? "" : " " + f.others,
                                 s.target.lr_search_path,
-                                f.lr ? N(*f.lr) : "none reached the target", f.runs, f.lrs,
-                                f.at_edge ? "; at the edge of the range tried" : ""));
+                                f.lr ? FormatNumber(*f.lr) : "none reached the target", f.runs,
+                                f.lrs, f.at_edge ? "; at the edge of the range tried" : ""));
     }
   }
   if (s.crit.status.ok()) {
     const CritFit& f = s.crit.fit;
     const std::string ci =
-        f.b_crit.available()
-            ? fmt::format("{:.0f}% CI {} to {}", 100 * f.b_crit.confidence, N(f.b_crit.low),
-                          N(f.b_crit.high))
-            : "interval unavailable: " + f.b_crit.unavailable;
-    out.push_back(fmt::format(
-        "Critical batch size B_crit = {} ({}); S_min = {} steps, E_min = {} samples.",
-        N(f.b_crit.value), ci, N(f.s_min.value), N(f.e_min.value)));
+        f.b_crit.available() ? fmt::format("{:.0f}% CI {} to {}", 100 * f.b_crit.confidence,
+                                           FormatNumber(f.b_crit.low), FormatNumber(f.b_crit.high))
+                             : "interval unavailable: " + f.b_crit.unavailable;
+    out.push_back(
+        fmt::format("Critical batch size B_crit = {} ({}); S_min = {} steps, E_min = {} samples.",
+                    FormatNumber(f.b_crit.value), ci, FormatNumber(f.s_min.value),
+                    FormatNumber(f.e_min.value)));
     if (!f.b_crit.available()) {
       // No interval to scale into tokens.
     } else if (const std::optional<double> t = s.crit.tokens_per_sequence) {
       out.push_back(fmt::format(
           "In tokens ({} per sequence): B_crit = {} tokens per step ({:.0f}% CI {} to {}); "
           "E_min = {} tokens.",
-          N(*t), N(*t * f.b_crit.value), 100 * f.b_crit.confidence, N(*t * f.b_crit.low),
-          N(*t * f.b_crit.high), N(*t * f.e_min.value)));
+          FormatNumber(*t), FormatNumber(*t * f.b_crit.value), 100 * f.b_crit.confidence,
+          FormatNumber(*t * f.b_crit.low), FormatNumber(*t * f.b_crit.high),
+          FormatNumber(*t * f.e_min.value)));
     }
   } else {
     out.push_back("Critical batch size not fitted: " + s.crit.status.message());
   }
   if (s.gns.median) {
     std::string ratio;
-    if (s.crit.b_simple_ratio) ratio = fmt::format(" ({}x B_crit)", N(*s.crit.b_simple_ratio));
+    if (s.crit.b_simple_ratio)
+      ratio = fmt::format(" ({}x B_crit)", FormatNumber(*s.crit.b_simple_ratio));
     std::string tokens;
     if (s.crit.tokens_per_sequence) {
-      tokens = fmt::format(" (= {} tokens)", N(*s.crit.tokens_per_sequence * *s.gns.median));
+      tokens =
+          fmt::format(" (= {} tokens)", FormatNumber(*s.crit.tokens_per_sequence * *s.gns.median));
     }
     out.push_back(fmt::format("Gradient noise scale B_simple: median {}{} over {} runs{}.",
-                              N(*s.gns.median), tokens, s.gns.runs.size(), ratio));
+                              FormatNumber(*s.gns.median), tokens, s.gns.runs.size(), ratio));
   }
   if (!s.pareto.frontier.empty()) {
     const TargetHit& fast = *s.pareto.hits[s.pareto.frontier.front()];
@@ -80,18 +77,20 @@ std::vector<std::string> Summary(const Study& s) {
     out.push_back(fmt::format(
         "Fastest to target: {} in {} s of training (train_seconds); cheapest: {} with {} {} ({} on "
         "the frontier).",
-        fast.label, N(fast.seconds), cheap.label,
-        N(s.pareto.points[s.pareto.frontier.back()].compute),
-        ComputeUnitName(s.pareto.compute.unit), Count(static_cast<long long>(s.pareto.frontier.size()), "run")));
+        fast.label, FormatNumber(fast.seconds), cheap.label,
+        FormatNumber(s.pareto.points[s.pareto.frontier.back()].compute),
+        ComputeUnitName(s.pareto.compute.unit),
+        Count(static_cast<long long>(s.pareto.frontier.size()), "run")));
   }
   for (std::string& line : SyncSummary(s.sync)) out.push_back(std::move(line));
   if (!s.scaling.alpha_beta_status.ok()) {
     out.push_back("Alpha-beta fit: " + s.scaling.alpha_beta_status.message());
   } else {
-    out.push_back(fmt::format(
-        "Measured allreduce: alpha = {} s, beta = {} GB/s{}.", N(s.scaling.alpha_beta.alpha_seconds),
-        N(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9),
-        s.scaling.alpha_beta.separated ? "" : " (bandwidth-only: one design)"));
+    out.push_back(
+        fmt::format("Measured allreduce: alpha = {} s, beta = {} GB/s{}.",
+                    FormatNumber(s.scaling.alpha_beta.alpha_seconds),
+                    FormatNumber(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9),
+                    s.scaling.alpha_beta.separated ? "" : " (bandwidth-only: one design)"));
   }
   int flagged = 0, incomparable = 0;
   for (const auto* rows : {&s.scaling.strong, &s.scaling.weak}) {
