@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/sweep_study.h"
+#include "analysis/report.h"
 
 namespace batchlab::analysis {
 
