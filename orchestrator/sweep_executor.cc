@@ -83,6 +83,10 @@ StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec
   return store.CreateSweep(spec.name, spec.canonical.dump(), spec.spec_hash);
 }
 
+// One attempt in flight (its run is RunStage::kRunning). Its flags are facts, not a state: several
+// can hold at once (an attempt may write its end line, hang and then time out), so they are kept
+// apart; when the attempt ends they become its AttemptReport, and DecideAttempt's rules
+// (attempt_verdict.h) say which wins.
 struct Active {
   size_t index = 0;
   int attempt = 0;
