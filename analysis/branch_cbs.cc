@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "results/table_writer.h"
+
 namespace batchlab::analysis {
 namespace {
 
@@ -34,7 +36,7 @@ double Crossing(const std::vector<double>& ks, const std::vector<double>& gaps, 
   return kInf;
 }
 
-std::string Batch(double b) { return fmt::format("{:.4g}", b); }
+std::string Batch(double b) { return results::FormatNumber(b); }
 
 }  // namespace
 
@@ -157,12 +159,12 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
     out.reading = fmt::format(
         "{}, batches up to about {} ({} x B0) train as well per sample as {} (loss gap within "
         "{}); {}",
-        where, Batch(out.b_crit.value), fmt::format("{:.3g}", crossing), Batch(ks[0] * b0),
+        where, Batch(out.b_crit.value), results::ProseNumber(crossing), Batch(ks[0] * b0),
         options.tolerance,
         out.interval_available
             ? fmt::format("the critical batch size lies in [{}, {}{}] at {:.0f}% confidence.",
-                          Batch(out.b_crit.low), out.high_open ? "≥ " : "",
-                          Batch(out.b_crit.high), 100 * options.confidence)
+                          Batch(out.b_crit.low), out.high_open ? "≥ " : "", Batch(out.b_crit.high),
+                          100 * options.confidence)
             : "no interval: one branch and one evaluation per k (add seeds).");
   }
   return out;

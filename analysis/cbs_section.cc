@@ -11,8 +11,6 @@
 namespace batchlab::analysis {
 namespace {
 
-std::string Num(double v) { return FormatNumber(v, 4); }
-
 // The trunk's smoothed B_simple at `step` (the last series point at or before it).
 std::optional<double> BSimpleAt(const RunData& trunk, int64_t step, double beta) {
   const std::vector<GnsSample> samples = GnsSamplesOf(trunk);
@@ -36,14 +34,15 @@ int64_t LastStep(const RunData& r) {
 }
 
 std::string Bcrit(const CbsPoint& p) {
-  if (p.censored) return "≥ " + Num(p.b_crit.value);
-  return Num(p.b_crit.value);
+  if (p.censored) return "≥ " + FormatNumber(p.b_crit.value);
+  return FormatNumber(p.b_crit.value);
 }
 
 std::string BcritInterval(const CbsPoint& p) {
   if (!p.interval_available) return "unavailable";
-  if (p.censored) return "[" + Num(p.b_crit.low) + ", ∞)";
-  return "[" + Num(p.b_crit.low) + ", " + (p.high_open ? "≥ " : "") + Num(p.b_crit.high) + "]";
+  if (p.censored) return "[" + FormatNumber(p.b_crit.low) + ", ∞)";
+  return "[" + FormatNumber(p.b_crit.low) + ", " + (p.high_open ? "≥ " : "") +
+         FormatNumber(p.b_crit.high) + "]";
 }
 
 }  // namespace
@@ -93,17 +92,18 @@ std::vector<Table> CbsTables(const CbsSection& s) {
     const CbsPoint& p = tp.point;
     curve.rows.push_back({p.trunk_id, std::to_string(p.at_step), std::to_string(p.at_samples),
                           std::to_string(p.trunk_batch), Bcrit(p),
-                          p.interval_available ? Num(p.b_crit.low) : "-",
-                          !p.interval_available          ? "-"
+                          p.interval_available ? FormatNumber(p.b_crit.low) : "-",
+                          !p.interval_available       ? "-"
                           : p.censored || p.high_open ? "inf"
-                                                      : Num(p.b_crit.high),
+                                                      : FormatNumber(p.b_crit.high),
                           BcritInterval(p),
                           (p.merrill_censored ? "≥ " : "") + std::to_string(p.merrill_batch),
-                          tp.b_simple ? Num(*tp.b_simple) : "-", p.bootstrap});
+                          tp.b_simple ? FormatNumber(*tp.b_simple) : "-", p.bootstrap});
     for (const CbsPerK& k : p.per_k) {
-      per_k.rows.push_back({std::to_string(p.at_step), Num(k.multiplier),
-                            std::to_string(k.batch_size), std::to_string(k.seeds), Num(k.loss),
-                            Num(k.gap.value), Num(k.gap.low), Num(k.gap.high)});
+      per_k.rows.push_back({std::to_string(p.at_step), FormatNumber(k.multiplier),
+                            std::to_string(k.batch_size), std::to_string(k.seeds),
+                            FormatNumber(k.loss), FormatNumber(k.gap.value),
+                            FormatNumber(k.gap.low), FormatNumber(k.gap.high)});
     }
   }
   curve.notes.push_back(fmt::format(
@@ -184,7 +184,7 @@ std::vector<std::string> CbsLines(const CbsSection& s) {
   for (const CbsTrunkPoint& tp : s.points) {
     std::string line = tp.point.reading;
     if (tp.b_simple && !tp.point.censored) {
-      line += fmt::format(" B_simple there is {} ({:.2g}x).", Num(*tp.b_simple),
+      line += fmt::format(" B_simple there is {} ({:.2g}x).", FormatNumber(*tp.b_simple),
                           *tp.b_simple / tp.point.b_crit.value);
     }
     out.push_back(line);

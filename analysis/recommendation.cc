@@ -15,8 +15,6 @@ namespace {
 constexpr Preference kPreferences[] = {Preference::kTime, Preference::kCompute,
                                        Preference::kBalanced};
 
-std::string N(double v) { return FormatNumber(v, 3); }
-
 std::string Ranks(int k) { return fmt::format("{} rank{}", k, k == 1 ? "" : "s"); }
 
 // The cost the preference minimises, then the tie-breaker.
@@ -240,14 +238,16 @@ std::string RecommendationSentence(const Recommendation& r) {
   std::string s = head + where(c);
   if (c.batch_size == b.batch_size && c.world_size == b.world_size && c.detail == b.detail) {
     s += fmt::format(": the smallest batch is also the best for {}: {} s and {} {} to {}",
-                     PreferenceName(r.prefer), N(c.seconds), N(c.compute), unit, r.target);
+                     PreferenceName(r.prefer), ProseNumber(c.seconds), ProseNumber(c.compute), unit,
+                     r.target);
   } else {
     s += fmt::format(": {}x {} to {} than {}, for {}x the compute ({} s vs {} s; {} vs {} {})",
-                     N(r.speedup >= 1 ? r.speedup : 1 / r.speedup),
-                     r.speedup >= 1 ? "faster" : "slower", r.target, where(b), N(r.compute_ratio),
-                     N(c.seconds), N(b.seconds), N(c.compute), N(b.compute), unit);
+                     ProseNumber(r.speedup >= 1 ? r.speedup : 1 / r.speedup),
+                     r.speedup >= 1 ? "faster" : "slower", r.target, where(b),
+                     ProseNumber(r.compute_ratio), ProseNumber(c.seconds), ProseNumber(b.seconds),
+                     ProseNumber(c.compute), ProseNumber(b.compute), unit);
     if (c.steps > 0 && b.steps > 0) {
-      s += fmt::format(", {} steps vs {}", N(c.steps), N(b.steps));
+      s += fmt::format(", {} steps vs {}", ProseNumber(c.steps), ProseNumber(b.steps));
     }
   }
   const char* why = r.prefer == Preference::kTime      ? "least time to target"
@@ -264,7 +264,7 @@ std::string CritSentence(const Recommendation& r) {
   return fmt::format(
       "Beyond B~{} (B_crit) doubling the batch saves at most 25% of the steps (S = S_min(1 + "
       "B_crit/B)); from B={} it saves {}%.",
-      N(*r.b_crit), r.choice.batch_size, N(100 * *r.doubling_saving));
+      ProseNumber(*r.b_crit), r.choice.batch_size, ProseNumber(100 * *r.doubling_saving));
 }
 
 RecommendationSection AnalyzeRecommendation(const TargetSection& target, const CritSection& crit,

@@ -9,15 +9,10 @@
 #include <fmt/core.h>
 
 #include "analysis/study_tables.h"
+#include "base/atomic_file.h"
 #include "base/count_text.h"
 
 namespace batchlab::analysis {
-
-namespace {
-
-std::string N(double v) { return FormatNumber(v); }
-
-}  // namespace
 
 std::vector<std::string> Summary(const Study& s) {
   std::vector<std::string> out;
@@ -37,41 +32,44 @@ std::vector<std::string> Summary(const Study& s) {
       out.push_back(fmt::format("LR search at B={}{}: {} = {} ({} runs, {} LRs tried{}).",
                                 f.batch_size, f.others.empty() ? "" : " " + f.others,
                                 s.target.lr_search_path,
-                                f.lr ? N(*f.lr) : "none reached the target", f.runs, f.lrs,
-                                f.at_edge ? "; at the edge of the range tried" : ""));
+                                f.lr ? FormatNumber(*f.lr) : "none reached the target", f.runs,
+                                f.lrs, f.at_edge ? "; at the edge of the range tried" : ""));
     }
   }
   if (s.crit.status.ok()) {
     const CritFit& f = s.crit.fit;
     const std::string ci =
-        f.b_crit.available()
-            ? fmt::format("{:.0f}% CI {} to {}", 100 * f.b_crit.confidence, N(f.b_crit.low),
-                          N(f.b_crit.high))
-            : "interval unavailable: " + f.b_crit.unavailable;
-    out.push_back(fmt::format(
-        "Critical batch size B_crit = {} ({}); S_min = {} steps, E_min = {} samples.",
-        N(f.b_crit.value), ci, N(f.s_min.value), N(f.e_min.value)));
+        f.b_crit.available() ? fmt::format("{:.0f}% CI {} to {}", 100 * f.b_crit.confidence,
+                                           FormatNumber(f.b_crit.low), FormatNumber(f.b_crit.high))
+                             : "interval unavailable: " + f.b_crit.unavailable;
+    out.push_back(
+        fmt::format("Critical batch size B_crit = {} ({}); S_min = {} steps, E_min = {} samples.",
+                    FormatNumber(f.b_crit.value), ci, FormatNumber(f.s_min.value),
+                    FormatNumber(f.e_min.value)));
     if (!f.b_crit.available()) {
       // No interval to scale into tokens.
     } else if (const std::optional<double> t = s.crit.tokens_per_sequence) {
       out.push_back(fmt::format(
           "In tokens ({} per sequence): B_crit = {} tokens per step ({:.0f}% CI {} to {}); "
           "E_min = {} tokens.",
-          N(*t), N(*t * f.b_crit.value), 100 * f.b_crit.confidence, N(*t * f.b_crit.low),
-          N(*t * f.b_crit.high), N(*t * f.e_min.value)));
+          FormatNumber(*t), FormatNumber(*t * f.b_crit.value), 100 * f.b_crit.confidence,
+          FormatNumber(*t * f.b_crit.low), FormatNumber(*t * f.b_crit.high),
+          FormatNumber(*t * f.e_min.value)));
     }
   } else {
     out.push_back("Critical batch size not fitted: " + s.crit.status.message());
   }
   if (s.gns.median) {
     std::string ratio;
-    if (s.crit.b_simple_ratio) ratio = fmt::format(" ({}x B_crit)", N(*s.crit.b_simple_ratio));
+    if (s.crit.b_simple_ratio)
+      ratio = fmt::format(" ({}x B_crit)", FormatNumber(*s.crit.b_simple_ratio));
     std::string tokens;
     if (s.crit.tokens_per_sequence) {
-      tokens = fmt::format(" (= {} tokens)", N(*s.crit.tokens_per_sequence * *s.gns.median));
+      tokens =
+          fmt::format(" (= {} tokens)", FormatNumber(*s.crit.tokens_per_sequence * *s.gns.median));
     }
     out.push_back(fmt::format("Gradient noise scale B_simple: median {}{} over {} runs{}.",
-                              N(*s.gns.median), tokens, s.gns.runs.size(), ratio));
+                              FormatNumber(*s.gns.median), tokens, s.gns.runs.size(), ratio));
   }
   if (!s.pareto.frontier.empty()) {
     const TargetHit& fast = *s.pareto.hits[s.pareto.frontier.front()];
@@ -79,18 +77,20 @@ std::vector<std::string> Summary(const Study& s) {
     out.push_back(fmt::format(
         "Fastest to target: {} in {} s of training (train_seconds); cheapest: {} with {} {} ({} on "
         "the frontier).",
-        fast.label, N(fast.seconds), cheap.label,
-        N(s.pareto.points[s.pareto.frontier.back()].compute),
-        ComputeUnitName(s.pareto.compute.unit), Count(static_cast<long long>(s.pareto.frontier.size()), "run")));
+        fast.label, FormatNumber(fast.seconds), cheap.label,
+        FormatNumber(s.pareto.points[s.pareto.frontier.back()].compute),
+        ComputeUnitName(s.pareto.compute.unit),
+        Count(static_cast<long long>(s.pareto.frontier.size()), "run")));
   }
   for (std::string& line : SyncSummary(s.sync)) out.push_back(std::move(line));
   if (!s.scaling.alpha_beta_status.ok()) {
     out.push_back("Alpha-beta fit: " + s.scaling.alpha_beta_status.message());
   } else {
-    out.push_back(fmt::format(
-        "Measured allreduce: alpha = {} s, beta = {} GB/s{}.", N(s.scaling.alpha_beta.alpha_seconds),
-        N(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9),
-        s.scaling.alpha_beta.separated ? "" : " (bandwidth-only: one design)"));
+    out.push_back(
+        fmt::format("Measured allreduce: alpha = {} s, beta = {} GB/s{}.",
+                    FormatNumber(s.scaling.alpha_beta.alpha_seconds),
+                    FormatNumber(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9),
+                    s.scaling.alpha_beta.separated ? "" : " (bandwidth-only: one design)"));
   }
   int flagged = 0, incomparable = 0;
   for (const auto* rows : {&s.scaling.strong, &s.scaling.weak}) {
@@ -107,71 +107,6 @@ std::vector<std::string> Summary(const Study& s) {
   }
   if (s.projection.status.ok()) out.push_back(s.projection.check.Sentence());
   return out;
-}
-
-namespace {
-
-Status WriteFile(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      return InternalError(
-          fmt::format("could not write {} (disk full or no permission?)", tmp.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return InternalError(fmt::format("could not rename {}: {}", tmp.string(), ec.message()));
-  return OkStatus();
-}
-
-}  // namespace
-
-StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
-  Study s;
-  s.sweep = sweep.name;
-  s.version = sweep.version;
-  s.runs = static_cast<int>(sweep.runs.size());
-  for (const RunData& r : sweep.runs) ++s.states[r.state.empty() ? "unknown" : r.state];
-  s.options = options;
-  if (!options.target.empty()) BATCHLAB_RETURN_IF_ERROR(ParseTarget(options.target).status());
-  BATCHLAB_ASSIGN_OR_RETURN(const Preference prefer, ParsePreference(options.prefer));
-  StatusOr<TargetSection> target = AnalyzeTarget(sweep, options);
-  if (!target.ok() && target.status().code() == StatusCode::kInvalidArgument &&
-      !options.target.empty()) {
-    return target.status();  // the user's --target names no metric of the sweep
-  }
-  s.gns = AnalyzeGns(sweep, options);
-  s.scaling = AnalyzeScaling(sweep, options);
-  s.curves = CollectCurves(sweep, /*max_points=*/300);
-  {
-    CbsSectionOptions cbs;
-    cbs.cbs.resamples = options.resamples;
-    cbs.cbs.confidence = options.confidence;
-    cbs.cbs.seed = options.seed;
-    cbs.beta = options.beta;
-    s.cbs = AnalyzeCbs(sweep, cbs);
-  }
-  if (target.ok()) {
-    s.target = std::move(*target);
-    s.crit = AnalyzeCrit(s.target, s.gns, options);
-    s.crit.tokens_per_sequence = TokensPerSequence(sweep);
-    s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
-    s.pareto = AnalyzePareto(s.target);  // points into s.target, which no longer moves here
-    s.recommendation = AnalyzeRecommendation(s.target, s.crit, s.projection, prefer);
-    s.sync = AnalyzeSync(sweep, s.target.hits, s.target.target);
-  } else {
-    s.target_status = target.status();
-    s.crit.status = target.status();
-    s.crit.b_simple = s.gns.median;
-    s.projection.status = target.status();
-    StatusOr<ClusterProfile> profile = FindClusterProfile(options.profile);
-    if (profile.ok()) s.projection.profile = *profile;
-  }
-  return s;
 }
 
 std::vector<Table> StudyTables(const Study& s) {
@@ -229,7 +164,7 @@ StatusOr<std::vector<std::string>> WriteReport(const Study& study, const std::st
   std::vector<std::string> written;
   auto put = [&](const std::string& name, const std::string& text) -> Status {
     const std::filesystem::path p = dir / name;
-    BATCHLAB_RETURN_IF_ERROR(WriteFile(p, text));
+    BATCHLAB_RETURN_IF_ERROR(WriteFileAtomically(p.string(), text));
     written.push_back(p.string());
     return OkStatus();
   };

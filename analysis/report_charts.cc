@@ -19,8 +19,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string N(double v) { return FormatNumber(v, 3); }
-
 bool Positive(double v) { return std::isfinite(v) && v > 0; }
 
 // A quantitative axis field, log-scaled when asked.
@@ -397,11 +395,11 @@ std::optional<Chart> StepsChart(const Study& s) {
   }
   if (first != nullptr && last != first) {
     parts.push_back(fmt::format("The best configuration needs {} steps at B={} and {} at B={}",
-                                N(first->best_steps), first->batch_size, N(last->best_steps),
-                                last->batch_size));
+                                ProseNumber(first->best_steps), first->batch_size,
+                                ProseNumber(last->best_steps), last->batch_size));
   } else if (first != nullptr) {
     parts.push_back(fmt::format("Only B={} reached the target, in {} steps", first->batch_size,
-                                N(first->best_steps)));
+                                ProseNumber(first->best_steps)));
   } else {
     parts.push_back("No run reached the target");
   }
@@ -452,10 +450,11 @@ std::optional<Chart> StepsChart(const Study& s) {
         f.b_crit.available()
             ? fmt::format("the fit S_min(1 + B_crit/B) (dashed) puts B_crit at {} ({} to {}; the "
                           "red rule and band)",
-                          N(f.b_crit.value), N(f.b_crit.low), N(f.b_crit.high))
+                          ProseNumber(f.b_crit.value), ProseNumber(f.b_crit.low),
+                          ProseNumber(f.b_crit.high))
             : fmt::format("the fit S_min(1 + B_crit/B) (dashed) puts B_crit at {} (the red rule; "
                           "no interval: {})",
-                          N(f.b_crit.value), f.b_crit.unavailable));
+                          ProseNumber(f.b_crit.value), f.b_crit.unavailable));
   }
   if (!missed.empty()) {
     parts.push_back(fmt::format("{} run(s) stopped without reaching it", missed.size()));
@@ -578,8 +577,9 @@ std::optional<Chart> ParetoChart(const Study& s) {
     c.reading = fmt::format(
         "{} of {} runs that reached the target are on the frontier: the fastest, {}, takes {} s; "
         "the cheapest, {}, uses {} {}{}.",
-        front.size(), pts.size(), fast["tag"].get<std::string>(), N(fast["seconds"].get<double>()),
-        cheap["tag"].get<std::string>(), N(cheap["compute"].get<double>()), unit_name,
+        front.size(), pts.size(), fast["tag"].get<std::string>(),
+        ProseNumber(fast["seconds"].get<double>()), cheap["tag"].get<std::string>(),
+        ProseNumber(cheap["compute"].get<double>()), unit_name,
         missed.empty() ? "" : fmt::format("; {} run(s) never reached it", missed.size()));
   } else {
     c.reading = fmt::format("No run reached the target; {} run(s) are drawn at what they spent.",
@@ -680,7 +680,7 @@ std::optional<Chart> CurveChart(const Study& s, const CurveInfo& info) {
   if (std::string(info.metric) == "lr") {
     c.reading =
         fmt::format("The learning rate used ranges from {} (B={}) to {} (B={}) across {} runs.",
-                    N(lo), lo_b, N(hi), hi_b, runs);
+                    ProseNumber(lo), lo_b, ProseNumber(hi), hi_b, runs);
   } else {
     // The final value of the best run per batch size, smallest and largest batch.
     const auto& [b0, v0] = *final_by_batch.begin();
@@ -689,9 +689,9 @@ std::optional<Chart> CurveChart(const Study& s, const CurveInfo& info) {
     const double best1 = higher_better ? v1.second : v1.first;
     c.reading = final_by_batch.size() > 1
                     ? fmt::format("The best final {} is {} at B={} and {} at B={} ({} runs).",
-                                  info.axis, N(best0), b0, N(best1), b1, runs)
-                    : fmt::format("The best final {} is {} at B={} ({} runs).", info.axis, N(best0),
-                                  b0, runs);
+                                  info.axis, ProseNumber(best0), b0, ProseNumber(best1), b1, runs)
+                    : fmt::format("The best final {} is {} at B={} ({} runs).", info.axis,
+                                  ProseNumber(best0), b0, runs);
   }
   return c;
 }
@@ -743,9 +743,10 @@ std::optional<Chart> GnsChart(const Study& s) {
     c.reading = fmt::format(
         "Over the estimation window the per-run B_simple has median {} (range "
         "{} to {}){}.",
-        N(*s.gns.median), N(*s.gns.min), N(*s.gns.max),
-        s.crit.b_simple_ratio ? fmt::format(", {}x the fitted B_crit", N(*s.crit.b_simple_ratio))
-                              : "");
+        ProseNumber(*s.gns.median), ProseNumber(*s.gns.min), ProseNumber(*s.gns.max),
+        s.crit.b_simple_ratio
+            ? fmt::format(", {}x the fitted B_crit", ProseNumber(*s.crit.b_simple_ratio))
+            : "");
   } else {
     c.reading = fmt::format(
         "{} runs logged the noise scale, but no window estimate was possible "
@@ -819,12 +820,13 @@ std::optional<Chart> ScalingChart(const Study& s) {
   const std::string comm =
       worst == nullptr ? ""
       : comm_logged    ? fmt::format(", where communication takes {}% of a step",
-                                     N(100 * worst->comm_fraction))
+                                     ProseNumber(100 * worst->comm_fraction))
                        : ", where communication was not measured (no run logged comm_seconds)";
   c.reading = worst != nullptr
-                  ? fmt::format("The lowest efficiency is {} at K={} ({}){}; the vertical bars are "
-                                "95% intervals from the step-time distributions.",
-                                N(worst->efficiency), worst->world_size, worst->group, comm)
+                  ? fmt::format(
+                        "The lowest efficiency is {} at K={} ({}){}; the vertical bars are "
+                        "95% intervals from the step-time distributions.",
+                        ProseNumber(worst->efficiency), worst->world_size, worst->group, comm)
                   : "Only one rank count was measured per batch size.";
   if (hidden > 0) {
     c.reading += fmt::format(
@@ -918,7 +920,7 @@ std::optional<Chart> ProjectionChart(const Study& s) {
       "Projected on {}, the fastest of {} configurations is {} at {} s to target ({} on the "
       "projected frontier). {}",
       s.projection.profile.name, rows.size(), fast["tag"].get<std::string>(),
-      N(fast["seconds"].get<double>()), front.size(), s.projection.check.Sentence());
+      ProseNumber(fast["seconds"].get<double>()), front.size(), s.projection.check.Sentence());
   return c;
 }
 

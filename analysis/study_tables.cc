@@ -11,12 +11,11 @@ namespace {
 
 // Cells hold exact numbers: the text views round them (4 significant digits, percents 3), the
 // CSV and JSON keep them (results/table_writer.h FormatRows).
-std::string N(double v) { return results::ExactNumber(v); }
 std::string I(int64_t v) { return std::to_string(v); }
 std::string Pct(double v) { return results::ExactNumber(100 * v) + "%"; }
 // An interval's bound, or "unavailable" (its reason is in the table's notes).
-std::string Low(const Interval& i) { return i.available() ? N(i.low) : "unavailable"; }
-std::string High(const Interval& i) { return i.available() ? N(i.high) : "unavailable"; }
+std::string Low(const Interval& i) { return i.available() ? ExactNumber(i.low) : "unavailable"; }
+std::string High(const Interval& i) { return i.available() ? ExactNumber(i.high) : "unavailable"; }
 
 std::string Window(const StudyOptions& o) {
   const auto [from, to] = GnsWindow(o);
@@ -34,11 +33,12 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
           {},
           {}};
   for (const GnsRun& r : gns.runs) {
-    const std::string last = r.smoothed_end ? N(r.smoothed_end->b_simple) : "";
+    const std::string last = r.smoothed_end ? ExactNumber(r.smoothed_end->b_simple) : "";
     if (r.status.ok()) {
       const GnsEstimate& e = r.estimate;
-      t.rows.push_back({r.run_id, r.label, N(e.b_simple.value), N(e.b_simple.low),
-                        N(e.b_simple.high), N(e.g2), N(e.trace), I(e.samples), last, "ok"});
+      t.rows.push_back({r.run_id, r.label, ExactNumber(e.b_simple.value),
+                        ExactNumber(e.b_simple.low), ExactNumber(e.b_simple.high),
+                        ExactNumber(e.g2), ExactNumber(e.trace), I(e.samples), last, "ok"});
     } else {
       t.rows.push_back({r.run_id, r.label, "", "", "", "", "", "", last, r.status.message()});
     }
@@ -51,7 +51,8 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
       Window(options), 100 * options.confidence, options.resamples, options.beta));
   if (gns.median) {
     t.notes.push_back(fmt::format("Sweep B_simple: median {} over the runs (range {} to {}).",
-                                  N(*gns.median), N(*gns.min), N(*gns.max)));
+                                  ExactNumber(*gns.median), ExactNumber(*gns.min),
+                                  ExactNumber(*gns.max)));
   } else if (gns.runs.empty()) {
     t.notes.push_back(
         "No run logged gns_* metrics: set gns.every_steps > 0 and use >1 rank or accumulation.");
@@ -64,8 +65,9 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
             {},
             {}};
     for (const GnsConfigSpread& c : gns.seeds) {
-      s.rows.push_back({c.config_key, c.label, I(c.spread.n), N(c.spread.mean), N(c.spread.stddev),
-                        N(c.spread.min), N(c.spread.max)});
+      s.rows.push_back({c.config_key, c.label, I(c.spread.n), ExactNumber(c.spread.mean),
+                        ExactNumber(c.spread.stddev), ExactNumber(c.spread.min),
+                        ExactNumber(c.spread.max)});
     }
     out.push_back(s);
   }
@@ -82,8 +84,9 @@ std::vector<Table> TargetTables(const TargetSection& target) {
   for (const TargetHit& h : target.hits) {
     const bool ok = h.status == HitStatus::kReached;
     runs.rows.push_back({h.run_id, h.label, HitStatusName(h.status), ok ? I(h.step) : "",
-                         ok ? N(h.samples) : "", ok ? N(h.seconds) : "", ok ? N(h.compute) : "",
-                         ok && h.flops > 0 ? N(h.flops) : ""});
+                         ok ? ExactNumber(h.samples) : "", ok ? ExactNumber(h.seconds) : "",
+                         ok ? ExactNumber(h.compute) : "",
+                         ok && h.flops > 0 ? ExactNumber(h.flops) : ""});
   }
   runs.notes.push_back(
       std::string(kTrainSecondsDefinition) +
@@ -101,8 +104,8 @@ std::vector<Table> TargetTables(const TargetSection& target) {
   for (const BatchBest& b : target.best) {
     best.rows.push_back({I(b.batch_size), I(b.runs), I(b.reached), I(b.never_reached),
                          I(b.diverged), I(b.failed), I(b.unfinished), I(b.no_metric), I(b.pruned),
-                         I(b.stalled),
-                         b.best ? N(b.best_steps) : "", b.best ? N(b.best_samples) : "",
+                         I(b.stalled), b.best ? ExactNumber(b.best_steps) : "",
+                         b.best ? ExactNumber(b.best_samples) : "",
                          I(static_cast<int64_t>(b.seed_steps.size())), b.best ? b.best->run_id : "",
                          b.best ? b.best->label : ""});
   }
@@ -121,8 +124,9 @@ std::vector<Table> TargetTables(const TargetSection& target) {
            {},
            {}};
   for (const LrFound& f : target.lr_found) {
-    lr.rows.push_back({I(f.batch_size), f.others, f.lr ? N(*f.lr) : "", f.lr ? N(f.best_steps) : "",
-                       I(f.runs), I(f.lrs), f.at_edge ? "yes" : "no"});
+    lr.rows.push_back({I(f.batch_size), f.others, f.lr ? ExactNumber(*f.lr) : "",
+                       f.lr ? ExactNumber(f.best_steps) : "", I(f.runs), I(f.lrs),
+                       f.at_edge ? "yes" : "no"});
   }
   lr.notes.push_back(
       "Adaptive search (docs/spec.md \"LR search\"): a coarse log grid over the range, then "
@@ -140,19 +144,21 @@ std::vector<Table> CritTables(const CritSection& crit) {
             {}};
   if (!crit.status.ok()) {
     fit.notes.push_back("Not fitted: " + crit.status.message());
-    if (crit.b_simple) fit.notes.push_back("B_simple (median over runs) = " + N(*crit.b_simple));
+    if (crit.b_simple)
+      fit.notes.push_back("B_simple (median over runs) = " + ExactNumber(*crit.b_simple));
     return {fit};
   }
   const CritFit& f = crit.fit;
-  fit.rows.push_back({"S_min (steps)", N(f.s_min.value), Low(f.s_min), High(f.s_min)});
-  fit.rows.push_back({"E_min (samples)", N(f.e_min.value), Low(f.e_min), High(f.e_min)});
-  fit.rows.push_back({"B_crit = E_min/S_min", N(f.b_crit.value), Low(f.b_crit), High(f.b_crit)});
+  fit.rows.push_back({"S_min (steps)", ExactNumber(f.s_min.value), Low(f.s_min), High(f.s_min)});
+  fit.rows.push_back({"E_min (samples)", ExactNumber(f.e_min.value), Low(f.e_min), High(f.e_min)});
+  fit.rows.push_back(
+      {"B_crit = E_min/S_min", ExactNumber(f.b_crit.value), Low(f.b_crit), High(f.b_crit)});
   if (crit.b_simple) {
-    fit.rows.push_back({"B_simple (median over runs)", N(*crit.b_simple), "", ""});
-    fit.rows.push_back({"B_simple / B_crit", N(*crit.b_simple_ratio), "", ""});
+    fit.rows.push_back({"B_simple (median over runs)", ExactNumber(*crit.b_simple), "", ""});
+    fit.rows.push_back({"B_simple / B_crit", ExactNumber(*crit.b_simple_ratio), "", ""});
   }
   if (const std::optional<double> t = crit.tokens_per_sequence) {  // a language model's sweep
-    const auto tokens = [&](double v) { return N(*t * v); };
+    const auto tokens = [&](double v) { return ExactNumber(*t * v); };
     const auto lo = [&](const Interval& i) { return i.available() ? tokens(i.low) : Low(i); };
     const auto hi = [&](const Interval& i) { return i.available() ? tokens(i.high) : High(i); };
     fit.rows.push_back({"E_min (tokens)", tokens(f.e_min.value), lo(f.e_min), hi(f.e_min)});
@@ -162,7 +168,7 @@ std::vector<Table> CritTables(const CritSection& crit) {
     fit.notes.push_back(fmt::format(
         "Every run stored tokens_per_step on its start line: {} tokens per sequence (sample), so "
         "the rows in tokens are the rows in samples times {}.",
-        N(*t), N(*t)));
+        ExactNumber(*t), ExactNumber(*t)));
   }
   fit.notes.push_back(fmt::format(
       "Fit of S = S_min (1 + B_crit/B), linear in 1/B with weights 1/S^2 (McCandlish et al. 2018 "
@@ -189,8 +195,8 @@ std::vector<Table> CritTables(const CritSection& crit) {
             {},
             {}};
   for (const CritResidual& r : f.residuals) {
-    res.rows.push_back({N(r.batch_size), N(r.steps), N(r.fitted), Pct(r.relative),
-                        RegionName(RegionOf(r.batch_size, f.b_crit.value))});
+    res.rows.push_back({ExactNumber(r.batch_size), ExactNumber(r.steps), ExactNumber(r.fitted),
+                        Pct(r.relative), RegionName(RegionOf(r.batch_size, f.b_crit.value))});
   }
   res.notes.push_back(
       "Regions: near-perfect scaling for B <= B_crit/10 (<= 10% more samples than E_min), maximal "
@@ -210,8 +216,9 @@ std::vector<Table> ParetoTables(const ParetoSection& p) {
   int rank = 1;
   for (size_t i : p.frontier) {
     const TargetHit& h = *p.hits[i];
-    t.rows.push_back({I(rank++), h.run_id, h.label, N(h.seconds), N(p.points[i].compute),
-                      I(h.batch_size), I(h.world_size), I(h.nodes), h.lr_rule, h.optimizer});
+    t.rows.push_back({I(rank++), h.run_id, h.label, ExactNumber(h.seconds),
+                      ExactNumber(p.points[i].compute), I(h.batch_size), I(h.world_size),
+                      I(h.nodes), h.lr_rule, h.optimizer});
   }
   t.notes.push_back(fmt::format(
       "{} of {} runs that reached the target are on the frontier (no other run is both faster "
@@ -243,9 +250,9 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
         flag = "interval unavailable: " + iv.unavailable;
       }
       t.rows.push_back({r.group, r.config_key, I(r.world_size), I(r.nodes), I(r.runs),
-                        N(r.throughput), N(r.speedup), eff, low, high,
+                        ExactNumber(r.throughput), ExactNumber(r.speedup), eff, low, high,
                         r.base_world_size > 0 ? I(r.base_world_size) : "",
-                        r.load > 0 ? N(r.load) : "", Pct(r.comm_fraction), flag});
+                        r.load > 0 ? ExactNumber(r.load) : "", Pct(r.comm_fraction), flag});
     }
   };
   const std::vector<std::string> cols = {
@@ -290,11 +297,12 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
   for (const RunTiming& t : s.timings) {
     const Interval& si = t.step_interval;
     runs.rows.push_back({t.run_id, t.label, I(t.world_size), I(t.batch_size), I(t.local_batch_size),
-                         I(t.steps), N(t.step_seconds), si.available() ? N(si.low) : "",
-                         si.available() ? N(si.high) : "",
-                         N(t.comm_seconds), N(t.throughput), Pct(t.comm_fraction),
-                         t.bus_bandwidth > 0 ? N(t.bus_bandwidth / 1e9) : "",
-                         t.load > 0 ? N(t.load) : "", t.cpus > 0 ? I(t.cpus) : ""});
+                         I(t.steps), ExactNumber(t.step_seconds),
+                         si.available() ? ExactNumber(si.low) : "",
+                         si.available() ? ExactNumber(si.high) : "", ExactNumber(t.comm_seconds),
+                         ExactNumber(t.throughput), Pct(t.comm_fraction),
+                         t.bus_bandwidth > 0 ? ExactNumber(t.bus_bandwidth / 1e9) : "",
+                         t.load > 0 ? ExactNumber(t.load) : "", t.cpus > 0 ? I(t.cpus) : ""});
   }
   bool comm_logged = false;
   for (const RunTiming& t : s.timings) comm_logged = comm_logged || t.comm_seconds > 0;
@@ -307,8 +315,9 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
     runs.notes.push_back(fmt::format(
         "Ring-allreduce fit t = 2(K-1) alpha + 2(K-1)/K n/beta over {} runs: alpha = {} s, beta = "
         "{} GB/s, RMS residual {} s{}.",
-        s.alpha_beta.observations, N(s.alpha_beta.alpha_seconds),
-        N(s.alpha_beta.bandwidth_bytes_per_second / 1e9), N(s.alpha_beta.rms_residual_seconds),
+        s.alpha_beta.observations, ExactNumber(s.alpha_beta.alpha_seconds),
+        ExactNumber(s.alpha_beta.bandwidth_bytes_per_second / 1e9),
+        ExactNumber(s.alpha_beta.rms_residual_seconds),
         s.alpha_beta.separated
             ? ""
             : " (one (K, model size) design: a bandwidth-only fit with alpha = 0; sweep more node "
@@ -331,8 +340,9 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
     return {t};
   }
   for (const ProjectedPoint& x : p.points) {
-    t.rows.push_back({I(x.world_size), I(x.batch_size), N(x.compute_seconds), N(x.comm_seconds),
-                      N(x.step_seconds), N(x.steps), N(x.time_to_target), N(x.compute),
+    t.rows.push_back({I(x.world_size), I(x.batch_size), ExactNumber(x.compute_seconds),
+                      ExactNumber(x.comm_seconds), ExactNumber(x.step_seconds),
+                      ExactNumber(x.steps), ExactNumber(x.time_to_target), ExactNumber(x.compute),
                       x.on_frontier ? "yes" : "", x.measured ? "yes" : ""});
   }
   t.notes.push_back(p.check.Sentence());
@@ -341,7 +351,7 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
         "No projected configuration has fewer than {} samples per rank unless it was measured "
         "(--min-local-batch; default: the smallest local batch measured); per-rank compute below "
         "the smallest measured local batch is held at its measured cost (the model's floor).",
-        N(p.min_local_batch)));
+        ExactNumber(p.min_local_batch)));
   }
   t.notes.push_back(fmt::format(
       "t_step = c max(B/K, b_floor) + o + 2(K-1) alpha + 2(K-1)/K n/beta with c and o fitted per "
@@ -349,10 +359,11 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
       "speedup {}), n = {} bytes ({} fp32 parameters), and "
       "profile {}: alpha = {} s, beta = {} GB/s ({}). Source: {}. Time to target = best measured "
       "steps at B x t_step; compute = K x time. No overlap of communication with compute.",
-      N(p.compute.seconds_per_sample), N(p.compute.seconds_per_step), p.compute.runs,
-      N(p.compute.speedup), N(GradientBytes(p.parameters)), p.parameters, p.profile.name,
-      N(p.profile.alpha_seconds), N(p.profile.bandwidth_bytes_per_second / 1e9),
-      p.profile.description, p.profile.source));
+      ExactNumber(p.compute.seconds_per_sample), ExactNumber(p.compute.seconds_per_step),
+      p.compute.runs, ExactNumber(p.compute.speedup), ExactNumber(GradientBytes(p.parameters)),
+      p.parameters, p.profile.name, ExactNumber(p.profile.alpha_seconds),
+      ExactNumber(p.profile.bandwidth_bytes_per_second / 1e9), p.profile.description,
+      p.profile.source));
   Table check{"projection_check",
               "Step-time model against the measured runs (fitted and held out)",
               {"config", "world_size", "batch_size", "local_batch", "runs", "measured_step_s",
@@ -361,10 +372,10 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
               {}};
   for (const ModelCheckRow& r : p.check.rows) {
     check.rows.push_back({r.label, I(r.world_size), I(r.batch_size), I(r.local_batch_size),
-                          I(r.runs), N(r.measured), N(r.fitted), Pct(r.fitted_error),
-                          std::isfinite(r.held_out) ? N(r.held_out) : "",
-                          std::isfinite(r.held_out_error) ? Pct(r.held_out_error)
-                                                          : r.held_out_note,
+                          I(r.runs), ExactNumber(r.measured), ExactNumber(r.fitted),
+                          Pct(r.fitted_error),
+                          std::isfinite(r.held_out) ? ExactNumber(r.held_out) : "",
+                          std::isfinite(r.held_out_error) ? Pct(r.held_out_error) : r.held_out_note,
                           r.reproduced ? "yes" : "no"});
   }
   check.notes.push_back(p.check.Sentence());

@@ -32,8 +32,11 @@ struct Table {
 };
 
 // The one number formatter (results/table_writer.h): `v` with `significant` significant digits
-// ("912.5", "1.25e+05"); "inf", "-inf", "nan".
+// ("912.5", "1.25e+05"); "inf", "-inf", "nan". ProseNumber: 3 digits, in sentences and chart
+// labels; ExactNumber: exact, in a table cell that the table views round and CSV keeps.
+using results::ExactNumber;
 using results::FormatNumber;
+using results::ProseNumber;
 
 // Escapes & < > " for HTML text and attributes.
 std::string HtmlEscape(const std::string& s);

@@ -15,6 +15,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "base/atomic_file.h"
 #include "cli/commands.h"
 #include "results/run_details.h"
 #include "results/run_query.h"
@@ -106,28 +107,24 @@ Status RunExport(const CliContext& ctx, const ResultsArgs& a) {
   if (a.out.empty() || a.out == "-") {
     return results::WriteRows(st, format, stdout).status();
   }
-  // Write beside the target and rename on success: never a half-written export, and never a
-  // `.partial` file left behind, whatever fails.
+  // Write beside the target (<out>.partial) and rename on success: never a half-written export,
+  // and never a `.partial` file left behind, whatever fails.
   std::error_code ec;
   if (std::filesystem::is_directory(a.out, ec)) {
     return InvalidArgumentError(
         fmt::format("--out {}: is a folder; give the path of the file to write", a.out));
   }
-  const std::string tmp = a.out + ".partial";
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-  if (!file) return InvalidArgumentError(fmt::format("--out {}: cannot create the file", a.out));
-  auto rows = results::WriteRows(st, format, file.get());
-  const bool write_failed = std::ferror(file.get()) != 0;
-  const bool close_failed = std::fclose(file.release()) != 0;
-  if (!rows.ok() || write_failed || close_failed) {
-    std::filesystem::remove(tmp, ec);
-    return rows.ok() ? InternalError(fmt::format("--out {}: write failed", a.out)) : rows.status();
-  }
-  std::filesystem::rename(tmp, a.out, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    return InternalError(fmt::format("--out {}: {}", a.out, ec.message()));
+  StatusOr<int64_t> rows = int64_t{0};
+  const Status written = WriteFileAtomically(
+      a.out,
+      [&](std::FILE* file) {
+        rows = results::WriteRows(st, format, file);
+        return rows.status();
+      },
+      ".partial");
+  if (!rows.ok()) return rows.status();  // the query's own error, as it is
+  if (!written.ok()) {
+    return Status(written.code(), fmt::format("--out {}: {}", a.out, written.message()));
   }
   fmt::print(stderr, "wrote {} {} rows to {}\n", *rows, a.what, a.out);
   return OkStatus();

@@ -289,12 +289,6 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
   return OkStatus();
 }
 
-std::string ParamsText(const orch::PlannedRun& r) {
-  std::string out;
-  for (const auto& [k, v] : r.params) out += (out.empty() ? "" : " ") + k + "=" + v;
-  return out;
-}
-
 Status PlanSweep(const PlanFlags& f) {
   BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
   auto& [spec, plan] = loaded;
@@ -381,7 +375,7 @@ Status PlanSweep(const PlanFlags& f) {
                     std::to_string(r.config["local_batch_size"].get<long long>()),
                     std::to_string(r.config["micro_batch_size"].get<long long>()),
                     results::FormatNumber(r.scaled_lr), results::FormatNumber(r.expected_seconds),
-                    orch::GpuMappingText(r), ParamsText(r)});
+                    orch::GpuMappingText(r), orch::ParamsText(r.params, " ")});
   }
   const std::vector<std::string> columns = {"ordinal",     "run_id",      "world_size",  "slots",
                                             "gpus",        "local_batch", "micro_batch", "lr",

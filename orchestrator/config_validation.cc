@@ -20,12 +20,6 @@ namespace {
 namespace fs = boost::filesystem;
 using nlohmann::json;
 
-std::string ParamsText(const PlannedRun& run) {
-  std::string out;
-  for (const auto& [k, v] : run.params) out += (out.empty() ? "" : ", ") + k + "=" + v;
-  return out;
-}
-
 // "data.path: ..." -> "data.path"; "model.channels[1]: ..." -> "model.channels"; "" if the
 // message does not start with a field path.
 std::string FieldOfMessage(const std::string& message) {
@@ -131,8 +125,8 @@ Status ValidateRunsWithRunner(const std::string& runner, const std::vector<Plann
     const PlannedRun& run = *checked[static_cast<size_t>(line - 1)];
     const std::string error = j["error"].get<std::string>();
     problems.push_back(fmt::format("{}: the run with {} is rejected by batchlab-runner: {}",
-                                   SpecPathOfField(run, FieldOfMessage(error)), ParamsText(run),
-                                   error));
+                                   SpecPathOfField(run, FieldOfMessage(error)),
+                                   ParamsText(run.params), error));
   }
   if (problems.empty()) {
     return InvalidArgumentError(
@@ -169,7 +163,7 @@ Status ValidateResolvedConfigs(const std::vector<PlannedRun>& runs, const Launch
     if (error.rfind(prefix, 0) == 0) error = error.substr(prefix.size());
     return InvalidArgumentError(fmt::format("{}: the run with {} is rejected by {}: {}",
                                             SpecPathOfField(run, FieldOfMessage(error)),
-                                            ParamsText(run), who, error));
+                                            ParamsText(run.params), who, error));
   }
   return OkStatus();
 }

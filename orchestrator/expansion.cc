@@ -175,13 +175,14 @@ std::string ProgramSource(const Point& p) {
   return "base.program";
 }
 
-std::string ParamsText(const std::map<std::string, std::string>& params) {
+}  // namespace
+
+std::string ParamsText(const std::map<std::string, std::string>& params,
+                       const std::string& separator) {
   std::string out;
-  for (const auto& [k, v] : params) out += (out.empty() ? "" : ", ") + k + "=" + v;
+  for (const auto& [k, v] : params) out += (out.empty() ? "" : separator) + k + "=" + v;
   return out;
 }
-
-}  // namespace
 
 const json* FindPath(const json& object, const std::string& dotted_path) {
   const json* cur = &object;

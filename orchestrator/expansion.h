@@ -68,6 +68,12 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options);
 PlannedRun WithSweptValue(const PlannedRun& run, const std::string& path,
                           const nlohmann::json& value, int ordinal);
 
+// A run's swept values as text, in name order, `separator` between them: "batch_size=256, seed=1"
+// with the default (in a sentence: expansion and validation errors), "batch_size=256 seed=1"
+// with " " (the executor's progress lines, the `sweep plan` table).
+std::string ParamsText(const std::map<std::string, std::string>& params,
+                       const std::string& separator = ", ");
+
 // Reads a dotted path of a JSON object (nullptr if absent).
 const nlohmann::json* FindPath(const nlohmann::json& object, const std::string& dotted_path);
 // Sets a dotted path, creating intermediate objects.

@@ -1,6 +1,7 @@
 #include "orchestrator/sweep_executor.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -15,12 +16,13 @@
 #include <fmt/ranges.h>
 #include <boost/filesystem.hpp>
 
+#include "base/atomic_file.h"
 #include "base/run_protocol.h"
-#include "orchestrator/atomic_file.h"
 #include "orchestrator/attempt_verdict.h"
 #include "orchestrator/gpu_slots.h"
 #include "orchestrator/lr_search.h"
 #include "orchestrator/pruning.h"
+#include "orchestrator/run_table.h"
 #include "orchestrator/scheduler.h"
 #include "orchestrator/spec_extension.h"
 
@@ -54,12 +56,6 @@ double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string ParamsText(const PlannedRun& run) {
-  std::string out;
-  for (const auto& [k, v] : run.params) out += (out.empty() ? "" : " ") + k + "=" + v;
-  return out;
-}
-
 StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec, bool new_version,
                                          bool* created, std::string* extended) {
   BATCHLAB_ASSIGN_OR_RETURN(auto latest, store.LatestSweep(spec.name));
@@ -87,6 +83,10 @@ StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec
   return store.CreateSweep(spec.name, spec.canonical.dump(), spec.spec_hash);
 }
 
+// One attempt in flight (its run is RunStage::kRunning). Its flags are facts, not a state: several
+// can hold at once (an attempt may write its end line, hang and then time out), so they are kept
+// apart; when the attempt ends they become its AttemptReport, and DecideAttempt's rules
+// (attempt_verdict.h) say which wins.
 struct Active {
   size_t index = 0;
   int attempt = 0;
@@ -133,9 +133,7 @@ class Execution {
         options_(options),
         runs_dir_(fs::absolute(options.runs_dir).lexically_normal().string()),
         queue_(options.slots),
-        gpu_pool_(std::max(0, options.gpus)),
-        attempt_(plan.runs.size(), 0),
-        failures_(plan.runs.size(), 0) {
+        gpu_pool_(std::max(0, options.gpus)) {
     for (size_t i = 0; i < plan_.runs.size(); ++i) Track(i);
     now_ = options.clock.now ? options.clock.now : SteadySeconds;
     sleep_ = options.clock.sleep ? options.clock.sleep : [](double seconds) {
@@ -159,72 +157,9 @@ class Execution {
 
  private:
   Status Prepare() {
-    for (const PlannedRun& r : plan_.runs) {
-      results::RunRecord rec;
-      rec.id = r.id;
-      rec.sweep_id = out_.sweep_id;
-      rec.ordinal = r.ordinal;
-      rec.config_json = r.config.dump();
-      rec.params = r.params;
-      BATCHLAB_RETURN_IF_ERROR(store_.AddRun(rec));
-    }
-    BATCHLAB_ASSIGN_OR_RETURN(auto existing, store_.RunsOfSweep(out_.sweep_id));
-    std::map<std::string, const results::RunRecord*> by_id;
-    for (const auto& rec : existing) by_id[rec.id] = &rec;
-    for (size_t i = 0; i < plan_.runs.size(); ++i) {
-      const PlannedRun& r = plan_.runs[i];
-      auto it = by_id.find(r.id);
-      if (it == by_id.end()) {
-        // The same config is already a run of an earlier version of this sweep.
-        done_[i] = true;
-        ++out_.skipped;
-        Event(fmt::format("run {} ({}) belongs to an earlier version of the sweep; not re-run",
-                          r.id, ParamsText(r)));
-        continue;
-      }
-      const results::RunRecord& rec = *it->second;
-      attempt_[i] = rec.attempt;
-      if (results::IsFinished(rec.state)) {
-        BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
-        ++out_.skipped;
-        continue;
-      }
-      if (rec.state == RunState::kRunning) {
-        // Left running by an orchestrator that died: stop what is left of it (found through the
-        // folder recorded in the database, whatever --runs-dir is now), ingest the rest of its
-        // metrics under its own attempt, and start over in a new attempt unless it had ended.
-        BATCHLAB_ASSIGN_OR_RETURN(std::optional<std::string> recorded,
-                                  store_.AttemptDir(r.id, rec.attempt));
-        const std::string dir =
-            recorded ? *recorded : AttemptDir(runs_dir_, spec_.name, r.id, rec.attempt, "");
-        launcher_.CleanUpStale(dir);
-        BATCHLAB_ASSIGN_OR_RETURN(results::IngestStats tail,
-                                  store_.IngestMetrics(r.id, rec.attempt, dir + "/" + protocol::kMetricsFile,
-                                                       results::IngestPass::kFinal));
-        if (std::optional<RunState> ended = FinishedState(tail.end_outcome)) {
-          // The runner finished on its own terms before anyone recorded it: keep that result.
-          BATCHLAB_RETURN_IF_ERROR(store_.Transition(
-              r.id, *ended,
-              {std::nullopt, "recovered from the end line after the orchestrator stopped"}));
-          BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
-          ++out_.skipped;
-          Event(fmt::format("run {} had finished ({}) while no orchestrator watched; kept", r.id,
-                            results::RunStateName(*ended)));
-          continue;
-        }
-        BATCHLAB_RETURN_IF_ERROR(store_.Transition(
-            r.id, RunState::kCancelled,
-            {std::nullopt, "interrupted: the orchestrator stopped while this attempt ran"}));
-        ++out_.interrupted;
-        Event(
-            fmt::format("run {} was interrupted in attempt {}; it runs again", r.id, rec.attempt));
-      }
-      if (!r.trunk_id.empty()) {
-        held_.push_back(i);  // a branch: queued once its trunk's checkpoint exists
-        continue;
-      }
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i), r.gpus});
-    }
+    std::vector<size_t> all(plan_.runs.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    BATCHLAB_RETURN_IF_ERROR(AddRuns(all));
     if (out_.skipped > 0)
       Event(fmt::format("{} of {} runs already finished; skipped", out_.skipped, out_.total));
     // The LR search's later rounds, re-derived from the results in the database.
@@ -232,6 +167,88 @@ class Execution {
       BATCHLAB_RETURN_IF_ERROR(AdvanceSearch(i));
     }
     return OkStatus();
+  }
+
+  // Records runs `added` of the plan in the database (a run it already holds is kept as it is)
+  // and takes each up where the database left it (TakeUp): the whole plan at the start, each new
+  // round of the LR search later (on resume, rounds the database already holds).
+  Status AddRuns(const std::vector<size_t>& added) {
+    for (size_t i : added) {
+      BATCHLAB_RETURN_IF_ERROR(store_.AddRun(PlannedRecord(plan_.runs[i], out_.sweep_id)));
+    }
+    BATCHLAB_ASSIGN_OR_RETURN(auto existing, store_.RunsOfSweep(out_.sweep_id));
+    std::map<std::string, const results::RunRecord*> by_id;
+    for (const auto& rec : existing) by_id[rec.id] = &rec;
+    for (size_t i : added) {
+      auto it = by_id.find(plan_.runs[i].id);
+      BATCHLAB_RETURN_IF_ERROR(TakeUp(i, it == by_id.end() ? nullptr : it->second));
+    }
+    return OkStatus();
+  }
+
+  // The resume logic, in one place: run i (kPlanned) as the database has it (`rec`; nullptr when
+  // its config is a run of an earlier version of the sweep) becomes kDone (finished before, or
+  // recovered from its end line), kHeld (a branch) or kQueued (never ran, or interrupted).
+  Status TakeUp(size_t i, const results::RunRecord* rec) {
+    const PlannedRun& r = plan_.runs[i];
+    if (rec == nullptr) {
+      // The same config is already a run of an earlier version of this sweep.
+      runs_[i].stage = RunStage::kDone;
+      ++out_.skipped;
+      Event(fmt::format("run {} ({}) belongs to an earlier version of the sweep; not re-run", r.id,
+                        ParamsText(r.params, " ")));
+      return OkStatus();
+    }
+    runs_[i].attempt = rec->attempt;
+    if (results::IsFinished(rec->state)) {
+      BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
+      ++out_.skipped;
+      return OkStatus();
+    }
+    if (rec->state == RunState::kRunning) {
+      // Left running by an orchestrator that died: stop what is left of it (found through the
+      // folder recorded in the database, whatever --runs-dir is now), ingest the rest of its
+      // metrics under its own attempt, and start over in a new attempt unless it had ended.
+      BATCHLAB_ASSIGN_OR_RETURN(std::optional<std::string> recorded,
+                                store_.AttemptDir(r.id, rec->attempt));
+      const std::string dir =
+          recorded ? *recorded : AttemptDir(runs_dir_, spec_.name, r.id, rec->attempt, "");
+      launcher_.CleanUpStale(dir);
+      BATCHLAB_ASSIGN_OR_RETURN(
+          results::IngestStats tail,
+          store_.IngestMetrics(r.id, rec->attempt, dir + "/" + protocol::kMetricsFile,
+                               results::IngestPass::kFinal));
+      if (std::optional<RunState> ended = FinishedState(tail.end_outcome)) {
+        // The runner finished on its own terms before anyone recorded it: keep that result.
+        BATCHLAB_RETURN_IF_ERROR(store_.Transition(
+            r.id, *ended,
+            {std::nullopt, "recovered from the end line after the orchestrator stopped"}));
+        BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
+        ++out_.skipped;
+        Event(fmt::format("run {} had finished ({}) while no orchestrator watched; kept", r.id,
+                          results::RunStateName(*ended)));
+        return OkStatus();
+      }
+      BATCHLAB_RETURN_IF_ERROR(store_.Transition(
+          r.id, RunState::kCancelled,
+          {std::nullopt, "interrupted: the orchestrator stopped while this attempt ran"}));
+      ++out_.interrupted;
+      Event(fmt::format("run {} was interrupted in attempt {}; it runs again", r.id, rec->attempt));
+    }
+    if (!r.trunk_id.empty()) {
+      held_.push_back(i);  // a branch: queued once its trunk's checkpoint exists
+      runs_[i].stage = RunStage::kHeld;
+      return OkStatus();
+    }
+    Enqueue(i, 0);
+    return OkStatus();
+  }
+
+  // Run i joins the queue, to start no earlier than `not_before` (0: at once).
+  void Enqueue(size_t i, double not_before) {
+    const PlannedRun& r = plan_.runs[i];
+    queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, not_before, Priority(i), r.gpus});
+    runs_[i].stage = RunStage::kQueued;
   }
 
   Status Loop() {
@@ -351,7 +368,7 @@ class Execution {
 
   Status Launch(size_t i) {
     const PlannedRun& r = plan_.runs[i];
-    const int attempt = attempt_[i] + 1;
+    const int attempt = runs_[i].attempt + 1;
     BATCHLAB_ASSIGN_OR_RETURN(
         const std::string dir,
         NewFolder(AttemptDir(runs_dir_, spec_.name, r.id, attempt, store_.database_id())));
@@ -370,7 +387,7 @@ class Execution {
     BATCHLAB_RETURN_IF_ERROR(WriteResumeFile(r.id, attempt, dir));
     if (!r.trunk_id.empty()) BATCHLAB_RETURN_IF_ERROR(WriteBranchFromFile(r, dir));
     BATCHLAB_RETURN_IF_ERROR(store_.StartAttempt(r.id, dir));
-    attempt_[i] = attempt;
+    runs_[i].attempt = attempt;
     ++out_.attempts;
     LaunchRequest req;
     req.run_id = r.id;
@@ -419,9 +436,10 @@ class Execution {
     prune_.SetRunning(i, -1);
     ShareStopStep(a);
     Event(fmt::format(
-        "run {} ({}) started, attempt {}{}", r.id, ParamsText(r), attempt,
+        "run {} ({}) started, attempt {}{}", r.id, ParamsText(r.params, " "), attempt,
         a.gpu_ids.empty() ? std::string() : fmt::format(", GPUs {}", fmt::join(a.gpu_ids, ","))));
     active_.push_back(std::move(a));
+    runs_[i].stage = RunStage::kRunning;
     return OkStatus();
   }
 
@@ -435,10 +453,9 @@ class Execution {
     }
     if (earlier.empty()) return OkStatus();
     const std::string path = dir + "/" + protocol::kResumeFile;
-    if (!WriteFileAtomically(path, nlohmann::json{{"attempts", earlier}}.dump(2) + "\n")) {
-      return UnavailableError(fmt::format("cannot write {}: {} (is the disk full?)", path,
-                                          std::strerror(errno)));
-    }
+    const Status written =
+        WriteFileAtomically(path, nlohmann::json{{"attempts", earlier}}.dump(2) + "\n");
+    if (!written.ok()) return UnavailableError(written.message());
     return OkStatus();
   }
 
@@ -446,7 +463,7 @@ class Execution {
   StatusOr<std::vector<std::string>> TrunkDirs(const std::string& trunk_id) {
     std::vector<std::string> dirs;
     auto it = index_of_.find(trunk_id);
-    const int attempts = it == index_of_.end() ? 0 : attempt_[it->second];
+    const int attempts = it == index_of_.end() ? 0 : runs_[it->second].attempt;
     for (int k = attempts; k >= 1; --k) {
       BATCHLAB_ASSIGN_OR_RETURN(std::optional<std::string> at, store_.AttemptDir(trunk_id, k));
       if (at) dirs.push_back(*at);
@@ -458,10 +475,9 @@ class Execution {
   Status WriteBranchFromFile(const PlannedRun& r, const std::string& dir) {
     BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> dirs, TrunkDirs(r.trunk_id));
     const std::string path = dir + "/" + protocol::kBranchFromFile;
-    if (!WriteFileAtomically(path, nlohmann::json{{"trunk_dirs", dirs}}.dump(2) + "\n")) {
-      return UnavailableError(fmt::format("cannot write {}: {} (is the disk full?)", path,
-                                          std::strerror(errno)));
-    }
+    const Status written =
+        WriteFileAtomically(path, nlohmann::json{{"trunk_dirs", dirs}}.dump(2) + "\n");
+    if (!written.ok()) return UnavailableError(written.message());
     return OkStatus();
   }
 
@@ -485,13 +501,13 @@ class Execution {
         ready = ready || all;
       }
       if (ready) {
-        queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i), r.gpus});
+        Enqueue(i, 0);
         Event(fmt::format("run {} ({}) queued: trunk {} has its checkpoint at step {}", r.id,
-                          ParamsText(r), r.trunk_id, r.branch_step));
+                          ParamsText(r.params, " "), r.trunk_id, r.branch_step));
         continue;
       }
       auto t = index_of_.find(r.trunk_id);
-      if (t != index_of_.end() && done_[t->second]) {
+      if (t != index_of_.end() && runs_[t->second].done()) {
         const std::string why = fmt::format(
             "trunk run {} ended without a checkpoint at step {} (it stopped before the branch "
             "point, e.g. at its target, or failed); see its log",
@@ -499,9 +515,9 @@ class Execution {
         BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "branch", why));
         BATCHLAB_RETURN_IF_ERROR(
             store_.Transition(r.id, RunState::kFailed, {std::nullopt, why}));
-        done_[i] = true;
+        runs_[i].stage = RunStage::kDone;
         ++out_.failed;
-        Event(fmt::format("run {} ({}) failed: {}", r.id, ParamsText(r), why));
+        Event(fmt::format("run {} ({}) failed: {}", r.id, ParamsText(r.params, " "), why));
         continue;
       }
       still.push_back(i);
@@ -599,8 +615,7 @@ class Execution {
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {code, message}));
       BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kWaiting));
       ++out_.preempted;
-      queue_.Add({static_cast<int>(a.index), r.slots, r.expected_seconds, now, Priority(a.index),
-                  r.gpus});
+      Enqueue(a.index, now);
       Event(fmt::format("run {} preempted after {:.1f} s; it resumes in a new attempt", r.id,
                         seconds));
       return OkStatus();
@@ -620,6 +635,7 @@ class Execution {
       return OkStatus();
     }
     if (state == RunState::kCancelled) {
+      runs_[a.index].stage = RunStage::kCancelled;
       ++out_.cancelled;
       Event(fmt::format("run {} cancelled", r.id));
       return OkStatus();
@@ -635,24 +651,24 @@ class Execution {
   Status AfterFailure(size_t i, RunState state, const std::string& message, bool retryable) {
     const PlannedRun& r = plan_.runs[i];
     std::string first_line = message.substr(0, message.find('\n'));
-    if (retryable && failures_[i] < spec_.resources.retries) {
-      ++failures_[i];
-      double backoff = spec_.resources.retry_backoff_seconds * std::pow(2.0, failures_[i] - 1);
+    RunSlot& slot = runs_[i];
+    if (retryable && slot.failures < spec_.resources.retries) {
+      ++slot.failures;
+      double backoff = spec_.resources.retry_backoff_seconds * std::pow(2.0, slot.failures - 1);
       BATCHLAB_RETURN_IF_ERROR(
           store_.RecordEvent(r.id, "retry",
-                             fmt::format("attempt {} {}; retry {} of {} in {:.1f} s", attempt_[i],
-                                         results::RunStateName(state), failures_[i],
+                             fmt::format("attempt {} {}; retry {} of {} in {:.1f} s", slot.attempt,
+                                         results::RunStateName(state), slot.failures,
                                          spec_.resources.retries, backoff)));
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {}));
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, now_() + backoff, Priority(i),
-                  r.gpus});
+      Enqueue(i, now_() + backoff);
       Event(fmt::format("run {} {} ({}); retry {}/{} in {:.1f} s", r.id,
-                        results::RunStateName(state), first_line, failures_[i],
+                        results::RunStateName(state), first_line, slot.failures,
                         spec_.resources.retries, backoff));
       return OkStatus();
     }
     ++out_.failed;
-    done_[i] = true;
+    slot.stage = RunStage::kDone;
     Event(fmt::format("run {} {}: {}", r.id, results::RunStateName(state), first_line));
     return OkStatus();
   }
@@ -678,12 +694,12 @@ class Execution {
   enum class Phase { kFinished, kRunning, kWaiting };
   Status UpdatePrune(size_t i, Phase phase) {
     const std::optional<RunTarget> target = TargetOf(plan_.runs[i].config);
-    if (phase == Phase::kFinished) done_[i] = true;
+    if (phase == Phase::kFinished) runs_[i].stage = RunStage::kDone;
     if ((!spec_.prune && !spec_.lr_search.enabled) || !target) return OkStatus();
     BATCHLAB_ASSIGN_OR_RETURN(
         results::TargetProgress p,
         store_.TargetProgressOf(plan_.runs[i].id, target->metric, target->op, target->value));
-    if (phase == Phase::kFinished) hit_[i] = p.hit_step;
+    if (phase == Phase::kFinished) runs_[i].hit = p.hit_step;
     if (p.hit_step && phase != Phase::kWaiting) {
       prune_.SetReached(i, *p.hit_step);
     } else if (phase == Phase::kFinished) {
@@ -758,7 +774,8 @@ class Execution {
     const std::optional<int64_t> bound = prune_.StopFromStep(a.index);
     if (!bound || *bound == a.stop_from_step) return;
     if (WriteFileAtomically(a.dir + "/" + protocol::kPruneAtFile,
-                            nlohmann::json{{"stop_from_step", *bound}}.dump() + "\n")) {
+                            nlohmann::json{{"stop_from_step", *bound}}.dump() + "\n")
+            .ok()) {
       a.stop_from_step = *bound;
     }
   }
@@ -770,9 +787,9 @@ class Execution {
     BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPruned,
                                                {std::nullopt, "pruned before it started: " + why}));
     prune_.SetOut(i);
-    done_[i] = true;
+    runs_[i].stage = RunStage::kDone;
     ++out_.pruned;
-    Event(fmt::format("run {} ({}) pruned before it started", r.id, ParamsText(r)));
+    Event(fmt::format("run {} ({}) pruned before it started", r.id, ParamsText(r.params, " ")));
     return OkStatus();
   }
 
@@ -784,15 +801,15 @@ class Execution {
     // changes which LR is best there (and so never the search's path).
     std::string group = PruneGroup(r, spec_.prune);
     if (!group.empty() && spec_.lr_search.enabled) group += " " + SearchGroup(r);
-    prune_.Add(group, PruneConfig(r), r.id);
-    hit_.emplace_back();
-    done_.push_back(false);
+    const size_t book_index = prune_.Add(group, PruneConfig(r), r.id);
+    assert(book_index == i && runs_.size() == i);  // the table, the book and the plan align
+    (void)book_index;
+    RunSlot slot;
     if (spec_.lr_search.enabled) {
-      search_groups_[SearchGroup(r)].push_back(i);
-      search_group_of_.push_back(SearchGroup(r));
-    } else {
-      search_group_of_.emplace_back();
+      slot.search_group = SearchGroup(r);
+      search_groups_[slot.search_group].push_back(i);
     }
+    runs_.push_back(std::move(slot));
   }
 
   // The LR search's unit: the run's swept values without the searched path and the seed.
@@ -809,10 +826,10 @@ class Execution {
   // database already holds are re-derived from their results, in the same order.
   Status AdvanceSearch(size_t i) {
     if (!spec_.lr_search.enabled) return OkStatus();
-    const std::string group = search_group_of_[i];
+    const std::string group = runs_[i].search_group;
     for (;;) {
       const std::vector<size_t>& members = search_groups_[group];
-      if (!std::all_of(members.begin(), members.end(), [&](size_t m) { return done_[m]; })) {
+      if (!std::all_of(members.begin(), members.end(), [&](size_t m) { return runs_[m].done(); })) {
         return OkStatus();
       }
       // Per LR: the mean hit step over its seeds when every seed reached the target.
@@ -824,8 +841,8 @@ class Execution {
         double sum = 0;
         bool all = true;
         for (size_t m : runs) {
-          all = all && hit_[m].has_value();
-          if (hit_[m]) sum += static_cast<double>(*hit_[m]);
+          all = all && runs_[m].hit.has_value();
+          if (runs_[m].hit) sum += static_cast<double>(*runs_[m].hit);
         }
         if (all) r.steps = sum / static_cast<double>(runs.size());
         tried.push_back(r);
@@ -845,16 +862,7 @@ class Execution {
         for (size_t t : templates) {
           PlannedRun run = WithSweptValue(plan_.runs[t], spec_.lr_search.path, nlohmann::json(lr),
                                           static_cast<int>(plan_.runs.size()));
-          results::RunRecord rec;
-          rec.id = run.id;
-          rec.sweep_id = out_.sweep_id;
-          rec.ordinal = run.ordinal;
-          rec.config_json = run.config.dump();
-          rec.params = run.params;
-          BATCHLAB_RETURN_IF_ERROR(store_.AddRun(rec));
           plan_.runs.push_back(std::move(run));
-          attempt_.push_back(0);
-          failures_.push_back(0);
           Track(plan_.runs.size() - 1);
           added.push_back(plan_.runs.size() - 1);
         }
@@ -863,32 +871,8 @@ class Execution {
       out_.total += static_cast<int>(added.size());
       Event(fmt::format("LR search ({}): best {} = {} so far; adds {}", group, spec_.lr_search.path,
                         *best, fmt::join(next, ", ")));
-      BATCHLAB_RETURN_IF_ERROR(QueueNew(added));
+      BATCHLAB_RETURN_IF_ERROR(AddRuns(added));
     }
-  }
-
-  // New runs of the LR search: queued, or (resume) taken as they are in the database.
-  Status QueueNew(const std::vector<size_t>& added) {
-    BATCHLAB_ASSIGN_OR_RETURN(auto existing, store_.RunsOfSweep(out_.sweep_id));
-    std::map<std::string, const results::RunRecord*> by_id;
-    for (const auto& rec : existing) by_id[rec.id] = &rec;
-    for (size_t i : added) {
-      const PlannedRun& r = plan_.runs[i];
-      auto it = by_id.find(r.id);
-      if (it == by_id.end()) {  // a run of an earlier version of the sweep
-        done_[i] = true;
-        ++out_.skipped;
-        continue;
-      }
-      attempt_[i] = it->second->attempt;
-      if (results::IsFinished(it->second->state)) {
-        BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
-        ++out_.skipped;
-        continue;
-      }
-      queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, 0, Priority(i), r.gpus});
-    }
-    return OkStatus();
   }
 
   void Event(const std::string& line) {
@@ -928,17 +912,13 @@ class Execution {
   const std::string runs_dir_;  // absolute
   LptQueue queue_;
   GpuAllocator gpu_pool_;      // options_.gpus device ids (none when GPUs are not counted)
-  std::vector<int> attempt_;   // last attempt number started (0: none)
-  std::vector<int> failures_;  // failures during this call (for the retry limit)
+  std::vector<RunSlot> runs_;  // one per run, indexed like plan_.runs (run_table.h)
   std::vector<Active> active_;
   PruneBook prune_;                          // indexed like plan_.runs
-  std::vector<std::optional<int64_t>> hit_;  // finished runs: the step that met the target
-  std::vector<bool> done_;                   // finished, or failed for good in this call
   std::vector<size_t> held_;                 // branches waiting for their trunk's checkpoint
   std::map<std::string, size_t> index_of_;   // run id -> index in plan_.runs
   double last_branch_check_ = -1e18;
   std::map<std::string, std::vector<size_t>> search_groups_;  // LR search: group -> runs
-  std::vector<std::string> search_group_of_;
   std::map<std::string, int> search_rounds_;  // LR search: refinement rounds added per group
   SweepOutcome out_;
   std::function<double()> now_;

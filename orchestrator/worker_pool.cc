@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/atomic_file.h"
+#include "base/atomic_file.h"
 #include "orchestrator/job_processes.h"
 #include "orchestrator/local_launcher.h"
 
@@ -85,7 +85,7 @@ struct Worker {
   void Retire() {
     if (retired) return;
     retired = true;
-    WriteFileAtomically(dir + "/quit", "");
+    WriteFileAtomically(dir + "/quit", "").IgnoreError();  // the SIGTERM below stops it too
     if (!ended) job->Terminate();
   }
   // Every rank's exit code for job n once all have written theirs: the first failure, else
@@ -302,7 +302,8 @@ class Pool final : public Launcher {
                                         const LaunchRequest& request) {
     const int n = w->next++;
     if (!WriteFileAtomically(fmt::format("{}/job-{}.json", w->dir, n),
-                         nlohmann::json{{"config", request.config_path}}.dump() + "\n")) {
+                             nlohmann::json{{"config", request.config_path}}.dump() + "\n")
+             .ok()) {
       w->Retire();
       return UnavailableError(fmt::format("cannot hand run {} to worker {} (is the disk full?)",
                                           request.run_id, w->dir));

@@ -223,6 +223,8 @@ std::string FormatNumber(double v, int significant) {
   return fmt::format("{:.{}g}", v, significant);
 }
 
+std::string ProseNumber(double v) { return FormatNumber(v, 3); }
+
 namespace {
 
 // The kind of every cell, and per column whether all its cells are numbers (empty ones aside)

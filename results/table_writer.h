@@ -64,6 +64,10 @@ std::string ExactNumber(double v);
 // the aligned text table reads in one style whatever the cells' own form.
 std::string FormatNumber(double v, int significant = 4);
 
+// A number inside a sentence or a chart label: FormatNumber with 3 significant digits
+// ("B_crit is about 913", "1.25e+05"), where tables show 4.
+std::string ProseNumber(double v);
+
 }  // namespace batchlab::results
 
 #endif  // BATCHLAB_RESULTS_TABLE_WRITER_H_

@@ -368,6 +368,52 @@ TEST_F(SweepExecutorTest, ResumeStopsTheStaleAttemptAndIngestsItsTail) {
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'completed'"), 2);
 }
 
+// An LR search adds a round once the one before is done; a second call re-derives the rounds from
+// the database and starts nothing. A round's run found running (left by a killed orchestrator) is
+// taken up like a run of the plan: its recorded folder is cleaned up and its metrics ingested.
+TEST_F(SweepExecutorTest, LrSearchRoundsRunOnceAndResumeLikeThePlan) {
+  auto spec = ParseSpec(R"({"name": "s", "base": {"mode": "noop", "batch_size": 64,
+      "target": {"metric": "loss", "op": "<=", "value": 1}},
+      "lr_search": {"min": 0.01, "max": 1, "grid": 3, "rounds": 1},
+      "resources": {"retries": 0}})",
+                        "test");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  spec_ = std::move(*spec);
+  auto plan = ExpandSpec(spec_, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  plan_ = std::move(*plan);
+  ASSERT_EQ(plan_.runs.size(), 3u);  // the coarse grid
+  launcher_.script = [](const LaunchRequest&) { return Exits(1, 3); };  // loss 0.5 at step 1
+  SweepOutcome first = Execute();
+  EXPECT_EQ(first.search_rounds, 1);
+  EXPECT_GT(first.total, 3);
+  EXPECT_EQ(first.succeeded, first.total);
+  const size_t starts = launcher_.Of("start").size();
+  EXPECT_EQ(starts, static_cast<size_t>(first.total));
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'target_reached'"), first.total);
+
+  SweepOutcome again = Execute();
+  EXPECT_EQ(again.total, first.total);
+  EXPECT_EQ(again.skipped, first.total);
+  EXPECT_EQ(launcher_.Of("start").size(), starts);
+
+  // The last round's run, as a killed orchestrator would have left it.
+  const std::string last = launcher_.Of("start").back().run_id;
+  {
+    auto db = results::OpenForWriting(dir_.File("batchlab.db"));
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    ASSERT_TRUE(
+        (*db)->Exec(fmt::format("UPDATE runs SET state = 'running' WHERE id = '{}'", last)).ok());
+  }
+  SweepOutcome resumed = Execute();
+  EXPECT_EQ(resumed.total, first.total);
+  ASSERT_EQ(launcher_.cleaned.size(), 1u);
+  EXPECT_EQ(launcher_.cleaned[0], launcher_.Of("start")[starts - 1].dir);
+  EXPECT_EQ(Query(fmt::format(
+                "SELECT count(*) FROM runs WHERE id = '{}' AND state = 'target_reached'", last)),
+            1);
+}
+
 TEST_F(SweepExecutorTest, NewAttemptNeverReusesAnExistingFolder) {
   Load(R"({"retries": 0})");
   const std::string taken = AttemptDir(std::filesystem::absolute(options_.runs_dir).string(), "s",
