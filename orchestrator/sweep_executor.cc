@@ -19,6 +19,7 @@
 #include "base/atomic_file.h"
 #include "base/run_protocol.h"
 #include "orchestrator/attempt_verdict.h"
+#include "orchestrator/branch_pruning.h"
 #include "orchestrator/gpu_slots.h"
 #include "orchestrator/lr_search.h"
 #include "orchestrator/pruning.h"
@@ -254,6 +255,7 @@ class Execution {
   Status Loop() {
     bool stopping = false;
     double stop_deadline = 0;
+    BATCHLAB_RETURN_IF_ERROR(UpdateBranchPrune());  // branches finished in an earlier call
     while (!queue_.empty() || !active_.empty() || (!held_.empty() && !stopping)) {
       double now = now_();
       if (!stopping && !held_.empty()) BATCHLAB_RETURN_IF_ERROR(ReleaseBranches(now));
@@ -289,7 +291,7 @@ class Execution {
             options_.gpus < 0 ? std::numeric_limits<int>::max() : gpu_pool_.free();
         for (int key : queue_.TakeStartable(options_.slots - used, free_gpus, now, defer)) {
           // A run that can no longer change the answer is never started.
-          if (std::optional<std::string> why = prune_.WhyPrune(static_cast<size_t>(key))) {
+          if (std::optional<std::string> why = WhyPrune(static_cast<size_t>(key))) {
             BATCHLAB_RETURN_IF_ERROR(PruneWaiting(static_cast<size_t>(key), *why));
           } else {
             BATCHLAB_RETURN_IF_ERROR(Launch(static_cast<size_t>(key)));
@@ -348,6 +350,7 @@ class Execution {
         BATCHLAB_RETURN_IF_ERROR(Finish(a, st, stopping));
         active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
         if (!stopping) {
+          if (!plan_.runs[index].trunk_id.empty()) BATCHLAB_RETURN_IF_ERROR(UpdateBranchPrune());
           BATCHLAB_RETURN_IF_ERROR(PruneRunning(now));
           BATCHLAB_RETURN_IF_ERROR(AdvanceSearch(index));
         }
@@ -490,6 +493,10 @@ class Execution {
     std::vector<size_t> still;
     for (size_t i : held_) {
       const PlannedRun& r = plan_.runs[i];
+      if (auto why = branch_prune_.find(i); why != branch_prune_.end()) {
+        BATCHLAB_RETURN_IF_ERROR(PruneWaiting(i, why->second));
+        continue;
+      }
       BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> dirs, TrunkDirs(r.trunk_id));
       bool ready = false;
       for (const std::string& d : dirs) {
@@ -679,6 +686,14 @@ class Execution {
   // usually set before a point's slow small LRs start.
   int Priority(size_t i) const {
     if (!spec_.prune) return 0;
+    if (!plan_.runs[i].trunk_id.empty()) {
+      // A branch: smaller multipliers first, so the gap that prunes the larger ones is known
+      // before they start (UpdateBranchPrune).
+      const double k = plan_.runs[i].config["branch"].value("multiplier", 0.0);
+      return static_cast<int>(std::count_if(spec_.branch.multipliers.begin(),
+                                            spec_.branch.multipliers.end(),
+                                            [k](double m) { return m < k; }));
+    }
     const auto it =
         std::find(spec_.seeds.begin(), spec_.seeds.end(), plan_.runs[i].config.value("seed", 0LL));
     const int seed_rank = static_cast<int>(it - spec_.seeds.begin());
@@ -714,10 +729,75 @@ class Execution {
 
   // Asks every running run that can no longer change the answer to stop: the file `stop` in its
   // attempt folder (docs/protocol.md), an event with the reason, SIGTERM after the grace period.
+  // Why run i can no longer change the answer: the steps-to-target book (pruning.h), or its
+  // branch point's analysis (UpdateBranchPrune); nullopt: it may.
+  std::optional<std::string> WhyPrune(size_t i) const {
+    if (auto b = branch_prune_.find(i); b != branch_prune_.end()) return b->second;
+    return prune_.WhyPrune(i);
+  }
+
+  // A branch study's exact pruning (branch_pruning.h): at each point, once some k's gap to the
+  // smallest k passes the tolerance in every resample of the finished branches' last
+  // evaluations, the branches with a larger k are marked (never started, or asked to stop). The
+  // values are the analysis's: test_loss, the last branch.smooth_evals of every run that
+  // finished on its own terms (completed, budget_exhausted, target_reached).
+  Status UpdateBranchPrune() {
+    if (!spec_.prune || !spec_.branch.enabled) return OkStatus();
+    BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::RunRecord> records,
+                              store_.RunsOfSweep(out_.sweep_id));
+    std::map<std::string, RunState> state_of;
+    for (const results::RunRecord& rec : records) state_of[rec.id] = rec.state;
+    std::map<std::pair<std::string, long long>, std::map<double, std::vector<size_t>>> points;
+    for (size_t i = 0; i < plan_.runs.size(); ++i) {
+      const PlannedRun& r = plan_.runs[i];
+      const auto branch = r.config.find("branch");
+      if (r.trunk_id.empty() || branch == r.config.end() || !branch->is_object()) continue;
+      points[{r.trunk_id, r.branch_step}][branch->value("multiplier", 0.0)].push_back(i);
+    }
+    for (const auto& [point, by_k] : points) {
+      std::vector<KLosses> ks;
+      for (const auto& [k, members] : by_k) {
+        KLosses losses{k, {}, true};
+        for (size_t i : members) {
+          if (!runs_[i].done()) {
+            losses.complete = false;
+            continue;
+          }
+          const auto st = state_of.find(plan_.runs[i].id);
+          if (st == state_of.end() || (st->second != RunState::kCompleted &&
+                                       st->second != RunState::kBudgetExhausted &&
+                                       st->second != RunState::kTargetReached)) {
+            continue;  // left out by the analysis too
+          }
+          BATCHLAB_ASSIGN_OR_RETURN(
+              std::vector<double> last,
+              store_.RecentValuesOf(plan_.runs[i].id, "test_loss", spec_.branch.smooth_evals));
+          if (!last.empty()) losses.seeds.push_back(std::move(last));
+        }
+        if (losses.complete && losses.seeds.empty()) continue;  // absent from the analysis
+        ks.push_back(std::move(losses));
+      }
+      const std::optional<double> above = PrunableAbove(ks, spec_.branch.tolerance);
+      if (!above) continue;
+      for (const auto& [k, members] : by_k) {
+        if (k <= *above) continue;
+        for (size_t i : members) {
+          if (runs_[i].done() || branch_prune_.count(i) > 0) continue;
+          branch_prune_[i] = fmt::format(
+              "at trunk step {} the loss gap of k = {} to the smallest k passed the tolerance {} "
+              "in every resample of its seeds' last evaluations, so no larger k can change the "
+              "critical batch size there",
+              point.second, *above, spec_.branch.tolerance);
+        }
+      }
+    }
+    return OkStatus();
+  }
+
   Status PruneRunning(double now) {
     for (Active& a : active_) {
       if (a.prune_sent > 0 || a.saw_end) continue;
-      std::optional<std::string> why = prune_.WhyPrune(a.index);
+      std::optional<std::string> why = WhyPrune(a.index);
       if (!why) continue;
       std::ofstream stop(a.dir + "/" + protocol::kStopFile);
       stop << nlohmann::json{{"reason", "pruned"}, {"message", *why}}.dump() << "\n";
@@ -916,6 +996,7 @@ class Execution {
   std::vector<Active> active_;
   PruneBook prune_;                          // indexed like plan_.runs
   std::vector<size_t> held_;                 // branches waiting for their trunk's checkpoint
+  std::map<size_t, std::string> branch_prune_;  // branches that cannot change the analysis: why
   std::map<std::string, size_t> index_of_;   // run id -> index in plan_.runs
   double last_branch_check_ = -1e18;
   std::map<std::string, std::vector<size_t>> search_groups_;  // LR search: group -> runs

@@ -93,5 +93,46 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
   EXPECT_EQ(p["b_crit"]["interval_available"], false);
 }
 
+// Exact pruning of branches (orchestrator/branch_pruning.h): with the LR not scaled, the branch at
+// k = 8 takes 2 steps where k = 1 takes 16, so its test loss after the same samples is far above
+// k = 1's; once both finished (one slot: smaller k first) the branch at k = 16 cannot change the
+// analysis and is never started. The analysis of the pruned study is the one of the branches kept.
+TEST(BranchE2eTest, ABranchThatCannotChangeTheAnswerIsNeverStarted) {
+  testing::TempDir dir;
+  const std::string spec = dir.path() + "/spec.json";
+  std::ofstream(spec) << R"({"name": "pruned", "base": {
+      "data": {"name": "fashion-mnist", "samples": 1024, "test_samples": 256},
+      "model": {"name": "mlp", "hidden": [16]}, "optimizer": {"name": "momentum", "momentum": 0.9},
+      "lr": {"base": 0.05, "base_batch_size": 16}, "batch_size": 16,
+      "budget": {"steps": 12}, "eval": {"every_steps": 4}, "gns": {"every_steps": 0},
+      "checkpoint": {"every_seconds": 0}},
+      "branch": {"at_steps": [4], "multipliers": [1, 8, 16], "lr_rule": "none",
+                 "delta_samples": 256},
+      "resources": {"retries": 0}})";
+  const std::string db = dir.path() + "/batchlab.db";
+  bp::child c(BATCHLAB_BIN,
+              bp::args({"--db", db, "sweep", "run", spec, "--runs-dir", dir.path() + "/runs",
+                        "--runner", RUNNER, "--slots", "1"}),
+              bp::std_out > bp::null, bp::std_err > (dir.path() + "/err.txt"));
+  c.wait();
+  const std::string err = Slurp(dir.path() + "/err.txt");
+  ASSERT_EQ(c.exit_code(), 0) << err;
+  auto rdb = results::OpenReadOnly(db);
+  ASSERT_TRUE(rdb.ok()) << rdb.status().message();
+  auto q = [&](const std::string& sql) {
+    auto v = (*rdb)->QueryInt(sql);
+    EXPECT_TRUE(v.ok()) << v.status().message() << "\n" << sql;
+    return v.ok() ? *v : -1;
+  };
+  const std::string k16 = "json_extract(config_json, '$.branch.multiplier') = 16";
+  EXPECT_EQ(q("SELECT count(*) FROM runs WHERE state = 'completed'"), 3) << err;
+  EXPECT_EQ(q("SELECT count(*) FROM runs WHERE state = 'pruned' AND " + k16), 1) << err;
+  EXPECT_EQ(q("SELECT count(*) FROM attempts a JOIN runs r USING (run_key) WHERE " + k16), 0);
+  EXPECT_NE(err.find("pruned before it started"), std::string::npos) << err;
+  EXPECT_EQ(q("SELECT count(DISTINCT run_key) FROM events WHERE message LIKE "
+                "'%no larger k can change%'"),
+            1);
+}
+
 }  // namespace
 }  // namespace batchlab::orchestrator
