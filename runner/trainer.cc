@@ -22,8 +22,7 @@
 #include "runner/preempt_signal.h"
 #include "runner/runner_error.h"
 #include "runner/sync/flat_tensors.h"
-#include "runner/sync/lagged_gradient.h"
-#include "runner/sync/parameter_average.h"
+#include "runner/sync/step_exchange.h"
 
 namespace batchlab::runner {
 namespace {
@@ -31,14 +30,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace F = torch::nn::functional;
 
-// The slots of stats_, a 4-element "gradient" bucketed and averaged with the real ones, so the
-// step's shared values cost no extra collective.
-constexpr int64_t kLossSlot = 0;     // local mean loss          -> global mean loss
-constexpr int64_t kLocalSqSlot = 1;  // |local gradient|^2       -> mean over ranks
-constexpr int64_t kElapsedSlot = 2;  // seconds since start      -> mean over ranks
-constexpr int64_t kStopSlot = 3;     // rank 0 saw the stop file -> > 0 on every rank
-constexpr int64_t kPreemptSlot = 4;  // a rank was signalled     -> > 0 on every rank
-constexpr int64_t kStatSlots = 5;
 // The marks of a step's StepClock: before the data, after it, after compute, after the
 // exchange, after the optimizer, at the end.
 enum Mark { kBegin, kData, kCompute, kComm, kOptim, kEnd, kMarks };
@@ -97,17 +88,26 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   }
   clock_ = std::make_unique<StepClock>(device_, kMarks);
   const torch::TensorOptions on_device = torch::TensorOptions().device(device_);
-  host_stats_ = torch::zeros({kStatSlots});
   const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
-  if (world_ > 1 && sync_ == SyncMode::kAllreduce) {
-    stats_ = torch::zeros({kStatSlots}, on_device.requires_grad(true));
-    stats_.mutable_grad() = torch::zeros({kStatSlots}, on_device);
-    std::vector<torch::Tensor> bucketed = params_;
-    bucketed.push_back(stats_);  // last, so the model's gradients keep their natural order
-    buckets_ = std::make_unique<GradientBuckets>(bucketed, config_.comm.bucket_mb);
-    buckets_->BroadcastParameters(*comm_, timeout);
-    grad_scale_ = 1.0 / static_cast<double>(world_);
-  } else {
+  if (!IsParameterServer(sync_)) {  // the collective modes: the step's exchange, made once
+    SyncContext context;
+    context.comm = comm_;
+    context.world = world_;
+    context.timeout = timeout;
+    context.params = params_;
+    context.param_count = param_count_;
+    context.options = on_device;
+    context.bucket_mb = config_.comm.bucket_mb;
+    context.sync_every = config_.comm.sync_every;
+    context.eval_every_steps = config_.eval_every_steps;
+    context.local_batch_size = config_.local_batch_size;
+    context.stop_requested = [this] { return StopRequested(); };
+    context.preempt_requested = [this] { return PreemptRequested(); };
+    context.grad_squared_norm = [this] { return GradSquaredNorm(); };
+    exchange_ = MakeStepExchange(sync_, std::move(context));  // allreduce K > 1: rank 0's weights
+    grad_scale_ = exchange_->GradientScale();
+  }
+  if (exchange_ == nullptr || !exchange_->HoldsGradients()) {
     BindGradientsToFlatBuffer();
     if (world_ > 1) {  // every rank starts from rank 0's weights
       torch::Tensor flat = FlatParameters();
@@ -151,9 +151,6 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
     }
   }
   optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));
-  if (sync_ == SyncMode::kLag) {
-    lagged_ = std::make_unique<LaggedGradient>(param_count_, comm_, timeout, on_device);
-  }
 
   PlaceData();
   SizeBatchBuffers(config_.local_batch_size);
@@ -577,189 +574,132 @@ Outcome Trainer::Run() {
 }
 
 Outcome Trainer::RunCollective() {
-  const bool lag = sync_ == SyncMode::kLag, local_sgd = sync_ == SyncMode::kLocalSgd;
-  const auto timeout = std::chrono::seconds(config_.comm.timeout_seconds);
-  // allreduce, K > 1: the shared values, written here and copied into the last bucket's slot
-  // (on a CUDA rank a device buffer), and read back from it after the exchange.
-  float* extra = buckets_ ? host_stats_.data_ptr<float>() : nullptr;
-  // lag, local_sgd: the step's shared values in a collective of their own (same slots).
-  torch::Tensor shared = torch::zeros({kStatSlots});
-  float* sh = shared.data_ptr<float>();
-  std::unique_ptr<LaggedGradient>& lagged = lagged_;
-  std::unique_ptr<ParameterAverage> average;
-  if (local_sgd && world_ > 1) average = std::make_unique<ParameterAverage>(*comm_, timeout);
   Progress& p = progress_;
-
+  StepClock& clock = *clock_;
   while (total_steps_ == 0 || step_ < total_steps_) {
     ++step_;
-    UseBatchOfStep(step_);
-    const bool measure =
-        sync_ == SyncMode::kAllreduce && config_.gns_every_steps > 0 &&
-        step_ % config_.gns_every_steps == 0;
-    StepClock& clock = *clock_;
+    UseBatchOfStep(step_);  // the batch schedule's batch of this step
+    StepInputs in;
+    in.step = step_;
+    in.total_steps = total_steps_;
+    in.batch = batch_;
+    in.measure = exchange_->MeasuresNoise() && config_.gns_every_steps > 0 &&
+                 step_ % config_.gns_every_steps == 0;
+    in.grads = grads_;
+    in.optimizer = optimizer_.get();
+    in.start = start_;
+
     clock.Mark(kBegin);
-    GatherBatch();
+    GatherBatch();                                                   // data
     clock.Mark(kData);
-    const double local_loss = ComputeGradients(measure && world_ == 1);
+    in.local_loss = ComputeGradients(in.measure && world_ == 1);     // forward, backward
     straggler_->MaybeDelay(step_);
     clock.Mark(kCompute);
-    const Clock::time_point t2 = clock.HostTime(kCompute);
-    const double loss_scale = scaler_ ? scaler_->scale() : 1.0;  // this step's (fp16)
-
-    SyncFacts facts;
-    facts.effective_batch = batch_;
-    bool apply = true, agreed = true, stop = false, preempt = false;
-    double loss = local_loss;
-    auto fill_shared = [&](Clock::time_point now) {
-      sh[kLossSlot] = static_cast<float>(local_loss);
-      sh[kLocalSqSlot] = 0.0f;
-      sh[kElapsedSlot] = static_cast<float>(Seconds(start_, now));
-      sh[kStopSlot] = StopRequested() ? 1.0f : 0.0f;
-      sh[kPreemptSlot] = PreemptRequested() ? 1.0f : 0.0f;
-    };
-    if (buckets_) {  // allreduce, K > 1: the shared values ride in the last bucket
-      // Summed like the gradients, so each carries 1/K (the local gradient holds 1/K already:
-      // |g/K|^2 * K = |g|^2 / K).
-      extra[kLossSlot] = static_cast<float>(local_loss * grad_scale_);
-      extra[kLocalSqSlot] =
-          measure ? static_cast<float>(GradSquaredNorm() / grad_scale_ / (loss_scale * loss_scale))
-                  : 0.0f;
-      extra[kElapsedSlot] = static_cast<float>(Seconds(start_, t2) * grad_scale_);
-      extra[kStopSlot] = StopRequested() ? static_cast<float>(grad_scale_) : 0.0f;
-      extra[kPreemptSlot] = PreemptRequested() ? static_cast<float>(grad_scale_) : 0.0f;
-      stats_.mutable_grad().copy_(host_stats_);
-      buckets_->AllreduceGradients(*comm_, timeout, ReduceOp::kSum);
-      host_stats_.copy_(stats_.grad());  // the one host read of the step's shared values
-      stop = extra[kStopSlot] > 0;
-      preempt = extra[kPreemptSlot] > 0;
-      loss = extra[kLossSlot];
-      facts.wait_seconds = Seconds(t2, Clock::now());
-    } else if (lag) {
-      fill_shared(t2);
-      if (world_ > 1) Allreduce(shared, ReduceOp::kAvg);
-      double waited = 0;
-      const torch::Tensor previous = lagged->Exchange(grads_, &waited);
-      facts.wait_seconds = Seconds(t2, Clock::now());
-      apply = previous.defined();
-      if (apply) grads_.copy_(previous);
-      facts.staleness = apply ? 1 : 0;
-      facts.effective_batch = apply ? batch_ : 0;
-      stop = sh[kStopSlot] > 0;
-      preempt = sh[kPreemptSlot] > 0;
-      loss = sh[kLossSlot];
-    } else if (!local_sgd) {  // allreduce on one rank
-      stop = StopRequested();
-      preempt = PreemptRequested();
-    }
+    in.computed = clock.HostTime(kCompute);
+    in.loss_scale = scaler_ ? scaler_->scale() : 1.0;  // this step's (fp16)
+    ExchangeResult r = exchange_->Exchange(in);                      // exchange
     clock.Mark(kComm);
-    // fp16: the gradient this step applies, unscaled; an Inf/NaN in it skips the step (every
-    // rank holds the same gradient after allreduce, so all skip together; local SGD ranks decide
-    // alone until they average).
-    bool finite = true;
-    if (scaler_ && apply) {
-      finite = scaler_->UnscaleAndCheck(GradientTensors());
-      apply = finite;
-    }
-
-    nlohmann::ordered_json line = nlohmann::ordered_json::object();  // the noise measurement
-    if (metrics_ != nullptr && measure && finite && (world_ > 1 || gns_b_small_ > 0)) {
-      line["gns_b_small"] = world_ > 1 ? local_batch_ : gns_b_small_;
-      line["gns_b_big"] = batch_;
-      line["gns_sq_small"] = world_ > 1 ? static_cast<double>(extra[kLocalSqSlot]) : gns_sq_small_;
-      line["gns_sq_big"] = GradSquaredNorm();
-      if (data_.truth && config_.model.name == "logreg") {
-        const auto named = model_->named_parameters();
-        const torch::Tensor* bias = named.find("linear.bias");
-        NoiseScaleTruth truth = TrueNoiseScale(
-            *data_.truth, named["linear.weight"].to(torch::kCPU),
-            bias != nullptr ? std::optional<torch::Tensor>(bias->to(torch::kCPU)) : std::nullopt);
-        line["gns_true_sq"] = truth.grad_sq;
-        line["gns_true_trace"] = truth.trace_sigma;
-        line["gns_true_b_simple"] = truth.b_simple;
-      }
-    }
-
+    const bool finite = UnscaleGradients(&r);
+    const nlohmann::ordered_json noise = NoiseLine(in.measure && finite, r);
     const double lr = LrAt(step_);
-    if (apply) {
-      SetLearningRate(*optimizer_, lr);
-      optimizer_->step();
-    }
-    if (scaler_) scaler_->Update();
+    Update(lr, r.apply);                                             // update
     clock.Mark(kOptim);
-    const Clock::time_point t4 = clock.HostTime(kOptim);
-    double comm_seconds = -1;  // the exchange's, below (local SGD: its average's)
-    if (local_sgd) {
-      // Every rank stepped alone; average at every H-th step, every evaluation and the last step.
-      const bool sync_point =
-          step_ % config_.comm.sync_every == 0 || step_ == total_steps_ ||
-          (config_.eval_every_steps > 0 && step_ % config_.eval_every_steps == 0);
-      facts.effective_batch = config_.local_batch_size;
-      facts.staleness = static_cast<double>(step_ - 1 - last_average_);
-      agreed = sync_point;
-      if (sync_point) {
-        fill_shared(t4);
-        if (average) {
-          facts.wait_seconds =
-              average->Run(params_, OptimizerStateTensors(*optimizer_, params_), shared);
-        }
-        comm_seconds = facts.wait_seconds;
-        last_average_ = step_;
-        stop = sh[kStopSlot] > 0;
-        preempt = sh[kPreemptSlot] > 0;
-        loss = sh[kLossSlot];
-      }
-    }
+    in.updated = clock.HostTime(kOptim);
+    exchange_->AfterUpdate(in, &r);                                  // local SGD: the average
     clock.Mark(kEnd);
-    const Clock::time_point t5 = clock.HostTime(kEnd);
-    if (buckets_) {
-      p.elapsed = extra[kElapsedSlot];
-    } else if (world_ > 1 && (lag || local_sgd)) {
-      p.elapsed = agreed ? sh[kElapsedSlot] : p.elapsed;
-    } else {
-      p.elapsed = Seconds(start_, t5);
-    }
-    losses_.push_back(loss);
+    const Clock::time_point end = clock.HostTime(kEnd);
+    // The seconds all ranks share; on one rank its own clock (local SGD between averages: the
+    // last shared ones).
+    p.elapsed = r.elapsed.value_or(world_ > 1 ? p.elapsed : Seconds(start_, end));
+    losses_.push_back(r.loss);
+    WriteStepLine(in, r, noise, lr);
 
-    if (metrics_ != nullptr) {
-      nlohmann::ordered_json step_line = StepLine(loss, facts);
-      step_line.update(line);
-      step_line["lr"] = lr;
-      step_line["step_seconds"] = clock.Seconds(kBegin, kEnd);
-      step_line["data_seconds"] = clock.Seconds(kBegin, kData);
-      step_line["compute_seconds"] = clock.Seconds(kData, kCompute);
-      step_line["comm_seconds"] = comm_seconds >= 0 ? comm_seconds : clock.Seconds(kCompute, kComm);
-      step_line["optim_seconds"] = clock.Seconds(kComm, kOptim);
-      if (scaler_) {
-        step_line["loss_scale"] = loss_scale;
-        step_line["skipped_steps"] = scaler_->skipped_steps();
-      }
-      metrics_->Write(step_line);
-    }
     // Every decision uses values all ranks share, so all ranks agree (local_sgd: only at the
     // steps where they average).
-    if (!agreed) continue;
-    if (Decide(loss, stop, /*collective_eval=*/true)) break;
-    if (preempt) {  // every rank saw it after this step: save, and leave for a new attempt
+    if (!r.agreed) continue;
+    if (Decide(r.loss, r.stop, /*collective_eval=*/true)) break;
+    if (r.preempt) {  // every rank saw it after this step: save, and leave for a new attempt
       if (CheckpointsEnabled()) {
         SaveCheckpoint();
-      } else if (lagged) {
-        lagged->Settle();  // no collective left open
+      } else {
+        exchange_->Settle();  // no collective left open
       }
       return Outcome::kPreempted;
     }
     if (step_ != total_steps_ && CheckpointDue()) SaveCheckpoint();  // not at the very end
   }
-  if (lag) {  // the last gradient in flight: applied when the run ran its budget to the end
-    double waited = 0;
-    const torch::Tensor last = lagged->Drain(&waited);
-    if (last.defined() && !p.diverged && !p.reached && !p.stopped) {
-      grads_.copy_(last);
-      SetLearningRate(*optimizer_, lr_->At(step_ - 1));
-      optimizer_->step();
-      p.last_eval_step = -1;  // the parameters changed: evaluate them
-    }
-  }
+  ApplyDrained();
   return Finish(/*collective_eval=*/true);
+}
+
+bool Trainer::UnscaleGradients(ExchangeResult* r) {
+  // fp16: the gradient this step applies, unscaled; an Inf/NaN in it skips the step (every rank
+  // holds the same gradient after allreduce, so all skip together; local SGD ranks decide alone
+  // until they average).
+  if (!scaler_ || !r->apply) return true;
+  r->apply = scaler_->UnscaleAndCheck(GradientTensors());
+  return r->apply;
+}
+
+nlohmann::ordered_json Trainer::NoiseLine(bool measure, const ExchangeResult& r) {
+  nlohmann::ordered_json line = nlohmann::ordered_json::object();
+  if (metrics_ == nullptr || !measure || (world_ == 1 && gns_b_small_ == 0)) return line;
+  // K > 1: the local gradient (its |g|^2 averaged over ranks in the exchange) against the
+  // averaged one; one rank: micro-batch against accumulated gradient.
+  line["gns_b_small"] = world_ > 1 ? local_batch_ : gns_b_small_;
+  line["gns_b_big"] = batch_;
+  line["gns_sq_small"] = world_ > 1 ? r.gns_sq_small : gns_sq_small_;
+  line["gns_sq_big"] = GradSquaredNorm();
+  if (data_.truth && config_.model.name == "logreg") {
+    const auto named = model_->named_parameters();
+    const torch::Tensor* bias = named.find("linear.bias");
+    NoiseScaleTruth truth = TrueNoiseScale(
+        *data_.truth, named["linear.weight"].to(torch::kCPU),
+        bias != nullptr ? std::optional<torch::Tensor>(bias->to(torch::kCPU)) : std::nullopt);
+    line["gns_true_sq"] = truth.grad_sq;
+    line["gns_true_trace"] = truth.trace_sigma;
+    line["gns_true_b_simple"] = truth.b_simple;
+  }
+  return line;
+}
+
+void Trainer::Update(double lr, bool apply) {
+  if (apply) {
+    SetLearningRate(*optimizer_, lr);
+    optimizer_->step();
+  }
+  if (scaler_) scaler_->Update();
+}
+
+void Trainer::WriteStepLine(const StepInputs& in, const ExchangeResult& r,
+                            const nlohmann::ordered_json& noise, double lr) {
+  if (metrics_ == nullptr) return;
+  StepClock& clock = *clock_;
+  nlohmann::ordered_json line = StepLine(r.loss, r.facts);
+  line.update(noise);
+  line["lr"] = lr;
+  line["step_seconds"] = clock.Seconds(kBegin, kEnd);
+  line["data_seconds"] = clock.Seconds(kBegin, kData);
+  line["compute_seconds"] = clock.Seconds(kData, kCompute);
+  line["comm_seconds"] = r.comm_seconds.value_or(clock.Seconds(kCompute, kComm));
+  line["optim_seconds"] = clock.Seconds(kComm, kOptim);
+  if (scaler_) {
+    line["loss_scale"] = in.loss_scale;
+    line["skipped_steps"] = scaler_->skipped_steps();
+  }
+  metrics_->Write(line);
+}
+
+void Trainer::ApplyDrained() {
+  // lag: the last gradient in flight, applied when the run ran its budget to the end.
+  const Progress& p = progress_;
+  const torch::Tensor last = exchange_->Drain();
+  if (last.defined() && !p.diverged && !p.reached && !p.stopped) {
+    grads_.copy_(last);
+    SetLearningRate(*optimizer_, lr_->At(step_ - 1));
+    optimizer_->step();
+    progress_.last_eval_step = -1;  // the parameters changed: evaluate them
+  }
 }
 
 }  // namespace batchlab::runner

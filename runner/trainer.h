@@ -1,15 +1,18 @@
 // The data-parallel training loop of one rank, top to bottom:
 //
-//   per step:  data      gather this rank's local batch rows (shard_sampler.h) into a buffer
+//   per step:  data      gather this rank's local batch rows (shard_sampler.h) into a buffer; the
+//                        batch is the batch schedule's of the step (UseBatchOfStep)
 //              compute   `accumulation` micro-batches: forward, loss / A, backward; the gradients
 //                        of all parameters are views into ONE flat buffer (so the sum over
-//                        micro-batches is the local-batch mean; with K > 1 the buffers are the
-//                        communication buckets themselves)
-//              comm      GradientBuckets (gradient_buckets.h) averages the gradients across ranks
-//                        in fused buckets; one extra 3-float "gradient" rides along carrying the
-//                        loss, the local squared gradient norm and the elapsed time, so every rank
-//                        sees the same values and takes the same stop decisions
-//              optim     LR from the schedule, optimizer step
+//                        micro-batches is the local-batch mean; with allreduce and K > 1 the
+//                        buffers are the communication buckets themselves)
+//              exchange  the sync mode's StepExchange (sync/step_exchange.h) combines the ranks'
+//                        work and the step's shared values (loss, elapsed time, stop and preempt
+//                        requests), so every rank sees the same values and takes the same stop
+//                        decisions; allreduce: GradientBuckets (gradient_buckets.h) averages the
+//                        gradients in fused buckets, the shared values riding in the last one
+//              update    LR from the schedule, optimizer step (then the exchange's AfterUpdate:
+//                        local SGD's parameter average)
 //   every eval.every_steps (and at the end): loss/accuracy on the held-out set, sharded over
 //   ranks and summed; target and divergence checks; budget in steps/epochs/samples/seconds.
 //
@@ -18,10 +21,12 @@
 // (B_big = global batch); on one rank, micro-batch against accumulated gradient (B_small = micro
 // batch), and without accumulation the step is run as two half-batches (the same update).
 //
-// comm.sync picks how ranks combine their work (docs/sync.md): `allreduce` is the step above;
-// `lag` and `local_sgd` keep this loop with another exchange (sync/lagged_gradient.h,
-// sync/parameter_average.h); `async_ps` and `backup` run a parameter server on rank 0
-// (trainer_ps.cc). Every step line carries wait_seconds, staleness and effective_batch.
+// comm.sync picks how ranks combine their work (docs/sync.md), parsed once into SyncMode:
+// `allreduce`, `lag` and `local_sgd` share the loop above (RunCollective) and differ in their
+// StepExchange (MakeStepExchange: AllreduceExchange, LagExchange, LocalSgdExchange), which also
+// saves and restores the mode's state in checkpoints; `async_ps` and `backup` run a parameter
+// server on rank 0 (trainer_ps.cc). Every step line carries wait_seconds, staleness and
+// effective_batch.
 //
 //   Trainer trainer(config, data, comm.get(), writer.get(), rank);   // comm may be null if K = 1
 //   Outcome outcome = trainer.Run();   // writes start, step, eval and end lines (rank 0)
@@ -45,13 +50,12 @@
 #include "runner/datasets/dataset.h"
 #include "runner/datasets/shard_sampler.h"
 #include "runner/device.h"
-#include "runner/gradient_buckets.h"
 #include "runner/lr_schedule.h"
 #include "runner/metrics_writer.h"
 #include "runner/models.h"
 #include "runner/precision.h"
 #include "runner/run_config.h"
-#include "runner/sync/lagged_gradient.h"
+#include "runner/sync/step_exchange.h"
 #include "runner/sync/straggler.h"
 #include "runner/sync/sync_mode.h"
 
@@ -124,12 +128,6 @@ class Trainer {
     int64_t last_eval_step = -1;
     EvalResult last_eval;
   };
-  // A step's synchronization, as its step line reports it.
-  struct SyncFacts {
-    double wait_seconds = 0;
-    double staleness = 0;
-    int64_t effective_batch = 0;
-  };
   bool ParameterServerMode() const;  // comm.sync async_ps or backup
   void WriteStart();
   void GatherBatch();  // this step's rows into batch_x_, batch_y_
@@ -143,6 +141,15 @@ class Trainer {
   // The step line's common part (rank 0 writes it once the step's values are in).
   nlohmann::ordered_json StepLine(double loss, const SyncFacts& sync) const;
   Outcome RunCollective();           // allreduce, lag, local_sgd (this file)
+  // RunCollective's step, after the exchange: fp16's unscale and Inf/NaN check (false: the step
+  // is skipped), the noise measurement's part of the step line (rank 0, on measured steps), the
+  // optimizer step, the step line.
+  bool UnscaleGradients(ExchangeResult* r);
+  nlohmann::ordered_json NoiseLine(bool measure, const ExchangeResult& r);
+  void Update(double lr, bool apply);
+  void WriteStepLine(const StepInputs& in, const ExchangeResult& r,
+                     const nlohmann::ordered_json& noise, double lr);
+  void ApplyDrained();  // lag: the gradient still in flight after the last step
   Outcome RunServer();               // async_ps, backup: rank 0 (trainer_ps.cc)
   Outcome RunWorker();               // async_ps, backup: the other ranks (trainer_ps.cc)
   // The data set where the steps read it: on a CUDA device when it fits (copied once), else
@@ -151,7 +158,7 @@ class Trainer {
   std::vector<torch::Tensor> GradientTensors() const;  // grads_, or every parameter's .grad()
   void BindGradientsToFlatBuffer();  // one rank: every .grad() a view into grads_
   void ZeroGradients();
-  double GradSquaredNorm();  // of the model's gradients (not stats_)
+  double GradSquaredNorm();  // of the model's gradients
   // Forward+backward of this rank's local batch into the flat gradient buffer; returns the
   // local mean loss. On measured one-rank steps fills gns_sq_small_ (micro-batch norms).
   double ComputeGradients(bool measure_micro);
@@ -215,9 +222,11 @@ class Trainer {
   Precision precision_ = Precision::kFp32;  // config "precision", parsed once
   std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
   SyncMode sync_ = SyncMode::kAllreduce;    // config "comm.sync", parsed once
-  std::unique_ptr<GradientBuckets> buckets_;  // K > 1
-  // 1/K with buckets_ (the loss carries the average's 1/K, so the buckets are summed: no division
-  // pass over them), else 1. The shared slots in the buckets carry the same factor.
+  // allreduce, lag, local_sgd: how a step's work is combined (sync/step_exchange.h), with the
+  // mode's state (buckets, the gradient in flight, the last average); null for async_ps, backup.
+  std::unique_ptr<StepExchange> exchange_;
+  // The factor the loss carries before backward: the exchange's (allreduce K > 1: 1/K, the
+  // buckets are summed), else 1.
   double grad_scale_ = 1.0;
   std::string stop_file_;
   std::string prune_file_;    // beside stop_file_
@@ -231,14 +240,9 @@ class Trainer {
   double last_checkpoint_seconds_ = 0;
   std::chrono::steady_clock::time_point last_preempt_check_{};
   bool preempt_file_seen_ = false;
-  // Sync-mode state a checkpoint holds: lag's gradient in flight, local SGD's last average.
-  std::unique_ptr<LaggedGradient> lagged_;
-  int64_t last_average_ = 0;
   bool prune_bound_passed_ = false;
   std::chrono::steady_clock::time_point last_stop_check_{};
-  torch::Tensor stats_;                // K > 1: [loss, |g_local|^2, seconds, stop] as a "grad"
-  torch::Tensor host_stats_;           // the same slots on the host (written, then read back)
-  torch::Tensor grads_;                // K = 1: all gradients, flat
+  torch::Tensor grads_;                // all gradients, flat (unless the exchange holds them)
   torch::Tensor prev_grad_, scratch_;  // one-rank noise measurement
   torch::Tensor batch_x_, batch_y_;    // [local_batch, F], [local_batch] or [local_batch, 1]
   torch::Tensor batch_pixels_;         // uint8 [local_batch, F] when the data has train_pixels

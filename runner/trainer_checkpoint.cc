@@ -9,7 +9,8 @@
 // A shard holds everything the next step depends on: parameters and buffers, the optimizer's
 // per-parameter state, this rank's data cursor and random generator, the step and seconds
 // counters, the first loss (divergence), the last evaluation, the losses so far, the metrics seq,
-// and the sync mode's state (lag: the averaged gradient in flight; local_sgd: the last average).
+// and the sync mode's state, which its StepExchange saves and restores (sync/step_exchange.h;
+// lag: the averaged gradient in flight; local_sgd: the last average).
 // The LR schedule is a function of the step and needs nothing of its own.
 #include <unistd.h>
 
@@ -239,7 +240,6 @@ json Trainer::StateScalars() const {
           {"next_seq", metrics_ != nullptr ? metrics_->next_seq() + 1 : 0},
           {"sampler_position", sampler_->position()},
           {"sampler_epoch", sampler_->epoch()},
-          {"last_average", last_average_},
           {"sync", config_.comm.sync},
           {"seed", config_.seed},  // a branch run with the trunk's seed takes its generator
           // fp16's dynamic loss scale (null otherwise): the skip/grow machine goes on as it was.
@@ -265,11 +265,6 @@ NamedTensors Trainer::StateTensors() {
     t.emplace_back("rng.cuda", gen.get_state());
   }
   t.emplace_back("losses", torch::tensor(losses_, torch::kFloat64));
-  if (lagged_) {
-    if (torch::Tensor inflight = lagged_->Settle(); inflight.defined()) {
-      t.emplace_back("lag.in_flight", inflight);
-    }
-  }
   return t;
 }
 
@@ -277,6 +272,7 @@ void Trainer::SaveCheckpoint() {
   const Clock::time_point t0 = Clock::now();
   NamedTensors tensors = StateTensors();
   json state = StateScalars();
+  if (exchange_) exchange_->Save(&tensors, &state);  // the sync mode's state
   json optim = json::array();
   SaveOptimizerState(*optimizer_, params_, &tensors, &optim);
   state["optimizer"] = std::move(optim);
@@ -369,8 +365,7 @@ void Trainer::RestoreState(const CheckpointFile& file) {
   p.last_eval_step = s.at("last_eval_step").get<int64_t>();
   p.last_eval.loss = s.at("last_eval_loss").get<double>();
   p.last_eval.accuracy = s.at("last_eval_accuracy").get<double>();
-  last_average_ = s.at("last_average").get<int64_t>();
-  if (lagged_ && file.Has("lag.in_flight")) lagged_->Restore(file.Tensor("lag.in_flight"));
+  if (exchange_) exchange_->Restore(file);
   last_checkpoint_step_ = step_;
   last_checkpoint_samples_ = SamplesAfter(step_);
   last_checkpoint_seconds_ = p.elapsed;
