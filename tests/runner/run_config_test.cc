@@ -79,16 +79,23 @@ TEST(RunConfigDeclarationTest, EveryDeclaredFieldReachesRunConfig) {
   const json given = EveryFieldSet();
   const RunConfig c = ParseRunConfig(given, 4);
   const json parsed = RunConfigToJson(c);
+  // A batch schedule needs comm.sync allreduce (EveryFieldSet's is local_sgd): its fields are
+  // checked on a copy that has one.
+  json scheduled = EveryFieldSet();
+  scheduled["comm"]["sync"] = "allreduce";
+  scheduled["batch_schedule"] = {{"at_samples", {640, 1280}}, {"batch_sizes", {128, 256}}};
+  const json scheduled_parsed = RunConfigToJson(ParseRunConfig(scheduled, 4));
   for (const std::string& path : RunConfigFieldsRead()) {
     SCOPED_TRACE(path);
-    const json* want = At(given, path);
+    const bool schedule_field = path.rfind("batch_schedule.", 0) == 0;
+    const json* want = At(schedule_field ? scheduled : given, path);
     ASSERT_NE(want, nullptr) << "EveryFieldSet() must set every field the runner reads";
     const config::Field* f = config::FindField(path);
     ASSERT_NE(f, nullptr);
     if (f->default_value.has_value()) {
       EXPECT_NE(*want, *f->default_value) << "not a non-default";
     }
-    const json* got = At(parsed, path);
+    const json* got = At(schedule_field ? scheduled_parsed : parsed, path);
     ASSERT_NE(got, nullptr);
     EXPECT_EQ(*got, *want);
   }
