@@ -62,6 +62,7 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
   out.at_step = point.at_step;
   out.at_samples = point.at_samples;
   out.trunk_batch = point.trunk_batch;
+  out.lr_factor_by_k = point.lr_factor_by_k;
   const double b0 = static_cast<double>(point.trunk_batch);
   std::vector<double> ks, means;
   bool multi_seed = true;
@@ -197,16 +198,51 @@ std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::s
     BranchRun run;
     run.multiplier = std::stod(k->second);
     run.seed = r.seed;
+    if (auto f = r.params.find("branch.lr_factor"); f != r.params.end()) {
+      run.lr_factor = std::stod(f->second);
+    }
     const size_t n = std::min<size_t>(static_cast<size_t>(std::max(1, smooth)), s->size());
     run.last_values.assign(s->values.end() - static_cast<std::ptrdiff_t>(n), s->values.end());
     p.runs.push_back(std::move(run));
   }
   std::vector<BranchPointData> out;
-  for (auto& [key, p] : points) out.push_back(std::move(p));
+  for (auto& [key, p] : points) {
+    ChooseBranchLr(&p);
+    out.push_back(std::move(p));
+  }
   std::sort(out.begin(), out.end(), [](const BranchPointData& a, const BranchPointData& b) {
     return std::tie(a.trunk_id, a.at_samples) < std::tie(b.trunk_id, b.at_samples);
   });
   return out;
+}
+
+void ChooseBranchLr(BranchPointData* point) {
+  // k -> factor -> (sum of the runs' smoothed losses, runs)
+  std::map<double, std::map<double, std::pair<double, int>>> by_k;
+  for (const BranchRun& r : point->runs) {
+    auto& cell = by_k[r.multiplier][r.lr_factor];
+    cell.first += Mean(r.last_values);
+    ++cell.second;
+  }
+  bool search = false;
+  for (const auto& [k, factors] : by_k) search = search || factors.size() > 1;
+  if (!search) return;
+  for (const auto& [k, factors] : by_k) {
+    double best = factors.begin()->first, best_loss = std::numeric_limits<double>::infinity();
+    for (const auto& [factor, cell] : factors) {
+      const double loss = cell.first / cell.second;
+      if (loss < best_loss) {
+        best_loss = loss;
+        best = factor;
+      }
+    }
+    point->lr_factor_by_k[k] = best;
+  }
+  std::vector<BranchRun> kept;
+  for (BranchRun& r : point->runs) {
+    if (point->lr_factor_by_k[r.multiplier] == r.lr_factor) kept.push_back(std::move(r));
+  }
+  point->runs = std::move(kept);
 }
 
 run_values::BatchSchedule ToRunSchedule(const BatchSchedule& s) {

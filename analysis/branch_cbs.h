@@ -23,6 +23,7 @@
 #define BATCHLAB_ANALYSIS_BRANCH_CBS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct BranchRun {
   double multiplier = 0;
   int64_t seed = 0;
   std::vector<double> last_values;
+  double lr_factor = 1;  // the branch LR search's factor (branch.lr_factors; 1: the rule's LR)
 };
 
 // The branches of one trunk at one point.
@@ -47,7 +49,14 @@ struct BranchPointData {
   int64_t at_samples = 0;  // trunk samples seen at the point (tokens: x tokens per sample)
   int64_t trunk_batch = 0;  // B0
   std::vector<BranchRun> runs;
+  // With an LR search per branch batch: each k's chosen factor (the lowest mean loss after Δ);
+  // `runs` then holds only the chosen factor's branches. Empty without a search.
+  std::map<double, double> lr_factor_by_k;
 };
+
+// Keeps, for each k of `point`, only the branches of the LR factor whose mean (over seeds) of the
+// smoothed loss is lowest, and records the choice (the LR search per branch batch).
+void ChooseBranchLr(BranchPointData* point);
 
 struct CbsOptions {
   double tolerance = 0.01;  // ε: a loss gap still counted as recovered
@@ -68,6 +77,7 @@ struct CbsPoint {
   std::string trunk_id;
   int64_t at_step = 0, at_samples = 0, trunk_batch = 0;
   std::vector<CbsPerK> per_k;  // increasing k
+  std::map<double, double> lr_factor_by_k;  // the LR search per branch batch's choice (if any)
   // Merrill's rule (ε = tolerance): a grid batch size; `merrill_censored` when it is the largest.
   int64_t merrill_batch = 0;
   bool merrill_censored = false;

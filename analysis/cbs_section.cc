@@ -105,6 +105,16 @@ std::vector<Table> CbsTables(const CbsSection& s) {
                             FormatNumber(k.loss), FormatNumber(k.gap.value),
                             FormatNumber(k.gap.low), FormatNumber(k.gap.high)});
     }
+    if (!p.lr_factor_by_k.empty()) {
+      std::vector<std::string> chosen;
+      for (const auto& [k, factor] : p.lr_factor_by_k) {
+        chosen.push_back(fmt::format("k={}: x{}", FormatNumber(k), FormatNumber(factor)));
+      }
+      per_k.notes.push_back(fmt::format(
+          "At step {}, the LR search per branch batch kept for each k the LR factor (times the "
+          "rule's LR) with the lowest mean loss: {}.",
+          p.at_step, fmt::join(chosen, ", ")));
+    }
   }
   curve.notes.push_back(fmt::format(
       "b_crit: where the loss gap to the smallest branch batch, linear in log k, passes the "

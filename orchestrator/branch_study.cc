@@ -59,13 +59,13 @@ Status ParseBranchStudy(const ordered_json& o, BranchStudy* out) {
         "\"delta_samples\": 4096}");
   }
   static const std::vector<std::string> kKeys = {
-      "at_steps", "at_samples", "every_samples", "at_fractions", "multipliers",
-      "lr_rule",  "delta_samples", "seeds",       "smooth_evals", "tolerance"};
+      "at_steps",      "at_samples", "every_samples", "at_fractions", "multipliers", "lr_rule",
+      "lr_factors",    "delta_samples", "seeds",      "smooth_evals", "tolerance"};
   for (auto it = o.begin(); it != o.end(); ++it) {
     if (std::find(kKeys.begin(), kKeys.end(), it.key()) == kKeys.end()) {
       return Bad(it.key(), "unknown field; allowed here: at_steps, at_samples, every_samples, "
-                           "at_fractions, multipliers, lr_rule, delta_samples, seeds, "
-                           "smooth_evals, tolerance" +
+                           "at_fractions, multipliers, lr_rule, lr_factors, delta_samples, "
+                           "seeds, smooth_evals, tolerance" +
                                DidYouMean(it.key(), kKeys));
     }
   }
@@ -131,6 +131,13 @@ Status ParseBranchStudy(const ordered_json& o, BranchStudy* out) {
                                         r.dump()));
     }
     b.lr_rule = r.get<std::string>();
+  }
+  if (o.contains("lr_factors")) {
+    BATCHLAB_ASSIGN_OR_RETURN(b.lr_factors, PositiveNumbers(o["lr_factors"], "lr_factors"));
+    if (std::set<double>(b.lr_factors.begin(), b.lr_factors.end()).size() !=
+        b.lr_factors.size()) {
+      return Bad("lr_factors", "has a value twice; list each factor once, e.g. [0.5, 1, 2]");
+    }
   }
   if (!o.contains("delta_samples")) {
     return Bad("delta_samples", "is missing: the samples every branch trains (the same for every "
@@ -310,50 +317,56 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
         study.seeds.empty() ? std::vector<long long>{tc["seed"].get<long long>()} : study.seeds;
     for (long long step : steps) {
       for (size_t i = 0; i < batches.size(); ++i) {
-        for (long long seed : seeds) {
-          PlannedRun b = trunk;
-          json& c = b.config;
-          c.erase("run_id");
-          c["batch_size"] = batches[i];
-          c["local_batch_size"] = batches[i] / world;
-          c["micro_batch_size"] = batches[i] / (world * accum);
-          c["lr"]["base"] = trunk_lr;
-          c["lr"]["base_batch_size"] = b0;
-          c["lr"]["rule"] = study.lr_rule;
-          c["lr"]["warmup_steps"] = 0;
-          c["budget"] = {{"samples", study.delta_samples}};
-          c["target"] = nullptr;
-          c["seed"] = seed;
-          c["checkpoint"]["at_steps"] = json::array();
-          // Evaluations at the same samples for every k (Δ/4, Δ/2, 3Δ/4, Δ when they are whole
-          // steps, else only at the end): the analysis's smoothing then covers the same window.
-          const long long branch_steps = study.delta_samples / batches[i];
-          c["eval"]["every_steps"] = branch_steps % kEvalsPerBranch == 0
-                                         ? branch_steps / kEvalsPerBranch
-                                         : 0;
-          c["branch"] = {{"trunk_run_id", trunk.id},     {"at_step", step},
-                         {"at_samples", step * b0},      {"trunk_batch_size", b0},
-                         {"multiplier", study.multipliers[i]}};
-          b.id = RunIdOf(c);
-          if (!seen.insert(b.id).second) continue;
-          c["run_id"] = b.id;
-          b.ordinal = static_cast<int>(plan->runs.size());
-          b.trunk_id = trunk.id;
-          b.branch_step = step;
-          b.params["seed"] = std::to_string(seed);
-          b.params["batch_size"] = std::to_string(batches[i]);
-          b.params["branch.at_step"] = std::to_string(step);
-          b.params["branch.multiplier"] = json(study.multipliers[i]).dump();
-          b.params["branch.trunk_run_id"] = json(trunk.id).dump();
-          b.params["branch.at_samples"] = std::to_string(step * b0);
-          b.params["branch.trunk_batch_size"] = std::to_string(b0);
-          b.sources["batch_size"] = fmt::format("branch.multipliers[{}]", i);
-          b.scaled_lr = run_values::ScaledLr(trunk_lr, batches[i], b0, study.lr_rule)
-                            .value_or(trunk_lr);
-          b.expected_seconds =
-              std::max(1.0, trunk.expected_seconds * static_cast<double>(study.delta_samples) /
-                                static_cast<double>(total * b0));
-          plan->runs.push_back(std::move(b));
+        for (double factor : study.lr_factors) {
+          for (long long seed : seeds) {
+            PlannedRun b = trunk;
+            json& c = b.config;
+            c.erase("run_id");
+            c["batch_size"] = batches[i];
+            c["local_batch_size"] = batches[i] / world;
+            c["micro_batch_size"] = batches[i] / (world * accum);
+            // The LR search per branch batch scales the rule's LR (factor 1: the rule's own).
+            c["lr"]["base"] = factor == 1 ? trunk_lr : trunk_lr * factor;
+            c["lr"]["base_batch_size"] = b0;
+            c["lr"]["rule"] = study.lr_rule;
+            c["lr"]["warmup_steps"] = 0;
+            c["budget"] = {{"samples", study.delta_samples}};
+            c["target"] = nullptr;
+            c["seed"] = seed;
+            c["checkpoint"]["at_steps"] = json::array();
+            // Evaluations at the same samples for every k (Δ/4, Δ/2, 3Δ/4, Δ when they are whole
+            // steps, else only at the end): the analysis's smoothing then covers the same window.
+            const long long branch_steps = study.delta_samples / batches[i];
+            c["eval"]["every_steps"] =
+                branch_steps % kEvalsPerBranch == 0 ? branch_steps / kEvalsPerBranch : 0;
+            c["branch"] = {{"trunk_run_id", trunk.id},
+                           {"at_step", step},
+                           {"at_samples", step * b0},
+                           {"trunk_batch_size", b0},
+                           {"multiplier", study.multipliers[i]}};
+            b.id = RunIdOf(c);
+            if (!seen.insert(b.id).second) continue;
+            c["run_id"] = b.id;
+            b.ordinal = static_cast<int>(plan->runs.size());
+            b.trunk_id = trunk.id;
+            b.branch_step = step;
+            b.params["seed"] = std::to_string(seed);
+            b.params["batch_size"] = std::to_string(batches[i]);
+            b.params["branch.at_step"] = std::to_string(step);
+            b.params["branch.multiplier"] = json(study.multipliers[i]).dump();
+            b.params["branch.trunk_run_id"] = json(trunk.id).dump();
+            b.params["branch.at_samples"] = std::to_string(step * b0);
+            b.params["branch.trunk_batch_size"] = std::to_string(b0);
+            if (study.lr_factors.size() > 1) b.params["branch.lr_factor"] = json(factor).dump();
+            b.sources["batch_size"] = fmt::format("branch.multipliers[{}]", i);
+            b.scaled_lr =
+                run_values::ScaledLr(c["lr"]["base"].get<double>(), batches[i], b0, study.lr_rule)
+                    .value_or(trunk_lr);
+            b.expected_seconds =
+                std::max(1.0, trunk.expected_seconds * static_cast<double>(study.delta_samples) /
+                                  static_cast<double>(total * b0));
+            plan->runs.push_back(std::move(b));
+          }
         }
       }
     }

@@ -39,6 +39,9 @@ struct BranchStudy {
   std::vector<double> points;  // as written (every_samples: one value)
   std::vector<double> multipliers;
   std::string lr_rule = "sqrt";  // sqrt | linear | none
+  // The LR search per branch batch: each branch is run at the rule's LR times each factor, and
+  // the analysis keeps, per k, the factor with the lowest loss after Δ. {1}: no search.
+  std::vector<double> lr_factors = {1};
   long long delta_samples = 0;
   std::vector<long long> seeds;  // empty: the trunk's own seed
   int smooth_evals = 1;          // analysis: the mean of a branch's last evaluations

@@ -742,7 +742,11 @@ class Execution {
   // values are the analysis's: test_loss, the last branch.smooth_evals of every run that
   // finished on its own terms (completed, budget_exhausted, target_reached).
   Status UpdateBranchPrune() {
-    if (!spec_.prune || !spec_.branch.enabled) return OkStatus();
+    // With an LR search per branch batch the analysis keeps each k's best factor, which the
+    // bound below does not cover: no pruning then.
+    if (!spec_.prune || !spec_.branch.enabled || spec_.branch.lr_factors.size() > 1) {
+      return OkStatus();
+    }
     BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::RunRecord> records,
                               store_.RunsOfSweep(out_.sweep_id));
     std::map<std::string, RunState> state_of;

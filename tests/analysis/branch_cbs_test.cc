@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <map>
 #include <vector>
 
 #include "analysis/branch_cbs.h"
@@ -197,6 +198,30 @@ TEST(BranchCbs, MerrillsRuleIsTheLargestGridBatchWithinEpsilon) {
   EXPECT_FALSE(c->merrill_censored);
   // The crossing lies between 2 and 4 x B0, in log k: gap 0.005 -> 0.02, ε at a third.
   EXPECT_NEAR(c->b_crit.value, 8 * std::exp(std::log(2.0) + (1.0 / 3) * std::log(2.0)), 1e-9);
+}
+
+// The LR search per branch batch: each k keeps the factor with the lowest mean loss over its
+// seeds, and only that factor's branches go into the estimate.
+TEST(BranchCbs, TheLrSearchKeepsEachKsBestFactor) {
+  BranchPointData p;
+  p.trunk_batch = 8;
+  auto add = [&](double k, double factor, int64_t seed, double loss) {
+    p.runs.push_back({k, seed, {loss}, factor});
+  };
+  add(1, 0.5, 1, 2.0), add(1, 0.5, 2, 2.2);  // mean 2.1
+  add(1, 1, 1, 2.05), add(1, 1, 2, 2.05);    // mean 2.05: best at k = 1
+  add(4, 1, 1, 2.3), add(4, 1, 2, 2.3);      // mean 2.3
+  add(4, 2, 1, 2.1), add(4, 2, 2, 2.25);     // mean 2.175: best at k = 4
+  ChooseBranchLr(&p);
+  EXPECT_EQ(p.lr_factor_by_k, (std::map<double, double>{{1, 1}, {4, 2}}));
+  ASSERT_EQ(p.runs.size(), 4u);
+  for (const BranchRun& r : p.runs) EXPECT_EQ(r.lr_factor, r.multiplier == 1 ? 1 : 2);
+  // Without a search (one factor per k) nothing changes.
+  BranchPointData plain;
+  plain.runs = {{1, 1, {2.0}, 1}, {2, 1, {2.1}, 1}};
+  ChooseBranchLr(&plain);
+  EXPECT_TRUE(plain.lr_factor_by_k.empty());
+  EXPECT_EQ(plain.runs.size(), 2u);
 }
 
 TEST(BranchCbs, TooFewMultipliersIsAnError) {

@@ -27,25 +27,37 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
-  testing::TempDir dir;
+// A trunk at B0 = 16 on 1,024 Fashion-MNIST rows (12 steps, evaluations every 4) with the given
+// "branch" object, run by `batchlab sweep run` on `slots` slots; returns its exit code and stderr.
+struct SweepRun {
+  int exit_code = -1;
+  std::string err;
+};
+SweepRun RunBranchStudy(const testing::TempDir& dir, const std::string& name,
+                        const std::string& branch, const std::string& slots) {
   const std::string spec = dir.path() + "/spec.json";
-  std::ofstream(spec) << R"({"name": "branchy", "base": {
+  std::ofstream(spec) << R"({"name": ")" << name << R"(", "base": {
       "data": {"name": "fashion-mnist", "samples": 1024, "test_samples": 256},
       "model": {"name": "mlp", "hidden": [16]}, "optimizer": {"name": "momentum", "momentum": 0.9},
       "lr": {"base": 0.05, "base_batch_size": 16}, "batch_size": 16,
       "budget": {"steps": 12}, "eval": {"every_steps": 4}, "gns": {"every_steps": 0},
       "checkpoint": {"every_seconds": 0}},
-      "branch": {"at_steps": [4], "multipliers": [1, 2], "lr_rule": "linear",
-                 "delta_samples": 64},
-      "resources": {"retries": 0}})";
-  const std::string db = dir.path() + "/batchlab.db";
+      "branch": )" << branch << R"(, "resources": {"retries": 0}})";
   bp::child c(BATCHLAB_BIN,
-              bp::args({"--db", db, "sweep", "run", spec, "--runs-dir", dir.path() + "/runs",
-                        "--runner", RUNNER, "--slots", "2"}),
+              bp::args({"--db", dir.path() + "/batchlab.db", "sweep", "run", spec, "--runs-dir",
+                        dir.path() + "/runs", "--runner", RUNNER, "--slots", slots}),
               bp::std_out > bp::null, bp::std_err > (dir.path() + "/err.txt"));
   c.wait();
-  ASSERT_EQ(c.exit_code(), 0) << Slurp(dir.path() + "/err.txt");
+  return {c.exit_code(), Slurp(dir.path() + "/err.txt")};
+}
+
+TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
+  testing::TempDir dir;
+  const SweepRun run = RunBranchStudy(
+      dir, "branchy",
+      R"({"at_steps": [4], "multipliers": [1, 2], "lr_rule": "linear", "delta_samples": 64})", "2");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string db = dir.path() + "/batchlab.db";
   auto rdb = results::OpenReadOnly(db);
   ASSERT_TRUE(rdb.ok()) << rdb.status().message();
   auto q = [&](const std::string& sql) {
@@ -99,24 +111,13 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
 // analysis and is never started. The analysis of the pruned study is the one of the branches kept.
 TEST(BranchE2eTest, ABranchThatCannotChangeTheAnswerIsNeverStarted) {
   testing::TempDir dir;
-  const std::string spec = dir.path() + "/spec.json";
-  std::ofstream(spec) << R"({"name": "pruned", "base": {
-      "data": {"name": "fashion-mnist", "samples": 1024, "test_samples": 256},
-      "model": {"name": "mlp", "hidden": [16]}, "optimizer": {"name": "momentum", "momentum": 0.9},
-      "lr": {"base": 0.05, "base_batch_size": 16}, "batch_size": 16,
-      "budget": {"steps": 12}, "eval": {"every_steps": 4}, "gns": {"every_steps": 0},
-      "checkpoint": {"every_seconds": 0}},
-      "branch": {"at_steps": [4], "multipliers": [1, 8, 16], "lr_rule": "none",
-                 "delta_samples": 256},
-      "resources": {"retries": 0}})";
+  const SweepRun run = RunBranchStudy(
+      dir, "pruned",
+      R"({"at_steps": [4], "multipliers": [1, 8, 16], "lr_rule": "none", "delta_samples": 256})",
+      "1");
+  const std::string& err = run.err;
+  ASSERT_EQ(run.exit_code, 0) << err;
   const std::string db = dir.path() + "/batchlab.db";
-  bp::child c(BATCHLAB_BIN,
-              bp::args({"--db", db, "sweep", "run", spec, "--runs-dir", dir.path() + "/runs",
-                        "--runner", RUNNER, "--slots", "1"}),
-              bp::std_out > bp::null, bp::std_err > (dir.path() + "/err.txt"));
-  c.wait();
-  const std::string err = Slurp(dir.path() + "/err.txt");
-  ASSERT_EQ(c.exit_code(), 0) << err;
   auto rdb = results::OpenReadOnly(db);
   ASSERT_TRUE(rdb.ok()) << rdb.status().message();
   auto q = [&](const std::string& sql) {

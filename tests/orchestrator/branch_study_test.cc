@@ -88,6 +88,34 @@ TEST(BranchStudyTest, EverySamplesAndFractionsPlaceThePoints) {
   EXPECT_EQ(frac->runs[1].config["seed"], frac->runs[0].config["seed"]);
 }
 
+// The LR search per branch batch: every (point, k, seed) at each factor of the rule's LR, the
+// factor a param of the run (and its LR in its config); no factors: the runs of before.
+TEST(BranchStudyTest, LrFactorsRunEveryBranchAtEachFactor) {
+  const std::string branch = R"("at_samples": [320], "multipliers": [1, 4], "delta_samples": 640)";
+  StatusOr<Plan> plain = Expand(Spec("{" + branch + "}"));
+  StatusOr<Plan> searched = Expand(Spec("{" + branch + R"(, "lr_factors": [0.5, 1, 2]})"));
+  ASSERT_TRUE(plain.ok() && searched.ok());
+  ASSERT_EQ(plain->runs.size(), 1u + 2);
+  ASSERT_EQ(searched->runs.size(), 1u + 2 * 3);
+  const double trunk_lr = 0.002 * std::sqrt(32.0 / 16.0);
+  std::set<std::string> plain_ids, searched_ids;
+  for (size_t i = 1; i < plain->runs.size(); ++i) plain_ids.insert(plain->runs[i].id);
+  for (size_t i = 1; i < searched->runs.size(); ++i) {
+    const PlannedRun& b = searched->runs[i];
+    const double factor = std::stod(b.params.at("branch.lr_factor"));
+    EXPECT_DOUBLE_EQ(b.config["lr"]["base"].get<double>(), trunk_lr * factor);
+    searched_ids.insert(b.id);
+    EXPECT_EQ(plain_ids.count(b.id), factor == 1 ? 1u : 0u);  // factor 1: the plain branch
+  }
+  EXPECT_EQ(searched_ids.size(), 6u);
+  EXPECT_EQ(plain->runs[1].params.count("branch.lr_factor"), 0u);
+  EXPECT_NE(ErrorOf(Spec("{" + branch + R"(, "lr_factors": [1, 1]})")).find(
+                "branch.lr_factors: has a value twice"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Spec("{" + branch + R"(, "lr_factors": [0, 1]})")).find("branch.lr_factors"),
+            std::string::npos);
+}
+
 TEST(BranchStudyTest, BadInputNamesTheFieldAndTheFix) {
   const std::string after = ErrorOf(Spec(R"({"at_samples": [3200], "multipliers": [1, 2],
                                               "delta_samples": 128})"));
