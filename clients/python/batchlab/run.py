@@ -506,6 +506,14 @@ class Run:
             # Python-owned tensor waits for the GIL that the main thread holds while it joins
             # that worker. Nothing of the run is left to write, so leave at once.
             os._exit(code)
+        # A gloo process group left to the interpreter's shutdown can abort it ("terminate
+        # called without an active exception", PyTorch 1.13): end it here, its threads joined.
+        dist = sys.modules.get("torch.distributed")
+        try:
+            if dist is not None and dist.is_available() and dist.is_initialized():
+                dist.destroy_process_group()
+        except Exception:  # noqa: BLE001 - leaving anyway
+            pass
         sys.exit(code)
 
     # --- checkpoints and preemption --------------------------------------------------------
