@@ -44,7 +44,8 @@ struct ScheduleSection {
   int smooth_steps = 0;
 };
 
-// `target` ("test_accuracy>=0.8" as SweepData::target; empty: none) decides target_step.
+// The sweep's target (SweepData::target, e.g. "test_accuracy>=0.8"; empty: none) decides
+// target_step; `smooth_steps`: the last step losses averaged into a run's final_loss.
 ScheduleSection CompareSchedules(const SweepData& sweep, int smooth_steps);
 Table ScheduleTable(const ScheduleSection& s);
 
