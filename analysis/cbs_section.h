@@ -19,11 +19,12 @@
 #include "analysis/branch_cbs.h"
 #include "analysis/run_data.h"
 #include "analysis/table.h"
+#include "base/run_protocol.h"
 
 namespace batchlab::analysis {
 
 struct CbsSectionOptions {
-  std::string metric = "test_loss";
+  std::string metric = protocol::kMetricTestLoss;
   int smooth = 1;       // the last evaluations averaged per branch (the same samples for every k)
   double margin = 1.0;  // the schedule switches when B_crit (low end) >= margin x next batch
   double beta = 0.99;   // EMA of the trunk's noise-scale series

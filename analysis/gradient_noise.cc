@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "analysis/table.h"
+#include "base/run_protocol.h"
 
 namespace batchlab::analysis {
 
@@ -148,10 +149,10 @@ SeedSpread SpreadAcrossSeeds(const std::vector<double>& v) {
 }
 
 std::vector<GnsSample> GnsSamplesOf(const RunData& run) {
-  const Series* bs = run.Metric("gns_b_small");
-  const Series* bb = run.Metric("gns_b_big");
-  const Series* ss = run.Metric("gns_sq_small");
-  const Series* sb = run.Metric("gns_sq_big");
+  const Series* bs = run.Metric(protocol::kMetricGnsBSmall);
+  const Series* bb = run.Metric(protocol::kMetricGnsBBig);
+  const Series* ss = run.Metric(protocol::kMetricGnsSqSmall);
+  const Series* sb = run.Metric(protocol::kMetricGnsSqBig);
   std::vector<GnsSample> out;
   if (!bs || !bb || !ss || !sb) return out;
   // The four series are logged together, so they usually align index by index; join by step

@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "analysis/table.h"
+#include "base/run_protocol.h"
 
 namespace batchlab::analysis {
 
@@ -933,9 +934,10 @@ std::vector<Chart> StudyCharts(const Study& s) {
   };
   add(StepsChart(s));
   add(ParetoChart(s));
-  add(CurveChart(s, {"loss", "Training loss per run", "training loss", true}));
-  add(CurveChart(s, {"test_loss", "Test loss per run", "test loss", true}));
-  add(CurveChart(s, {"test_accuracy", "Test accuracy per run", "test accuracy", false}));
+  add(CurveChart(s, {protocol::kMetricLoss, "Training loss per run", "training loss", true}));
+  add(CurveChart(s, {protocol::kMetricTestLoss, "Test loss per run", "test loss", true}));
+  add(CurveChart(s,
+                 {protocol::kMetricTestAccuracy, "Test accuracy per run", "test accuracy", false}));
   add(CurveChart(s, {"lr", "Learning rate used per run (the lr metric)", "learning rate", false}));
   add(GnsChart(s));
   add(ScalingChart(s));

@@ -4,11 +4,13 @@
 #include <algorithm>
 
 #include "analysis/study.h"
+#include "base/run_protocol.h"
 
 namespace batchlab::analysis {
 
 const std::vector<std::string>& CurveMetrics() {
-  static const std::vector<std::string> kNames = {"loss", "test_loss", "test_accuracy", "lr"};
+  static const std::vector<std::string> kNames = {protocol::kMetricLoss, protocol::kMetricTestLoss,
+                                                  protocol::kMetricTestAccuracy, "lr"};
   return kNames;
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "analysis/steps_to_target.h"
+#include "base/run_protocol.h"
 
 namespace batchlab::analysis {
 namespace {
@@ -44,7 +45,8 @@ RunFigures FiguresOf(const RunData& run, const std::optional<Target>& target, in
   if (const Series* samples = run.Metric("samples"); samples != nullptr && !samples->empty()) {
     f.samples = static_cast<int64_t>(samples->values.back());
   }
-  if (const Series* test = run.Metric("test_loss"); test != nullptr && !test->empty()) {
+  if (const Series* test = run.Metric(protocol::kMetricTestLoss);
+      test != nullptr && !test->empty()) {
     f.final_test_loss = test->values.back();
   }
   if (target) {

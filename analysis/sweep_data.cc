@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "base/run_protocol.h"
 #include "results/sweep_reader.h"
 
 namespace batchlab::analysis {
@@ -73,9 +74,11 @@ nlohmann::json CommOf(const nlohmann::json& c) {
 }  // namespace
 
 std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
-  std::vector<std::string> m = {"loss", "samples", "seconds", "step_seconds", "comm_seconds",
-                                "gns_b_small", "gns_b_big", "gns_sq_small", "gns_sq_big",
-                                "test_accuracy", "test_loss",
+  std::vector<std::string> m = {protocol::kMetricLoss, "samples", "seconds",
+                                protocol::kMetricStepSeconds, protocol::kMetricCommSeconds,
+                                protocol::kMetricGnsBSmall, protocol::kMetricGnsBBig,
+                                protocol::kMetricGnsSqSmall, protocol::kMetricGnsSqBig,
+                                protocol::kMetricTestAccuracy, protocol::kMetricTestLoss,
                                 // the synchronization modes (sync_modes.h)
                                 "wait_seconds", "staleness", "effective_batch",
                                 // the host's state a program reported (clients/python)

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/run_protocol.h"
 #include "base/spec_bounds.h"
 
 namespace batchlab::config {
@@ -256,7 +257,8 @@ Field Declare() {
               .Means("evaluation on the held-out set"),
           Obj("target",
               {
-                  Enum("metric", {"test_accuracy", "test_loss", "loss"})
+                  Enum("metric", {protocol::kMetricTestAccuracy, protocol::kMetricTestLoss,
+                                  protocol::kMetricLoss})
                       .Required()
                       .Means("the metric"),
                   Enum("op", {">=", "<=", ">", "<"}).Required().Means("the comparison"),
@@ -299,8 +301,9 @@ Field Declare() {
                           Num("delay_ms", 0, kMaxSeconds * 1000)
                               .Required()
                               .Means("extra compute time per delayed step, in milliseconds"),
-                          Num("probability", 0, 1).Def(1.0).Means(
-                              "the chance that a step is delayed"),
+                          Num("probability", 0, 1)
+                              .Def(1.0)
+                              .Means("the chance that a step is delayed"),
                       },
                       Type::kObjectOrNull)
                       .Def(nullptr)
@@ -313,8 +316,9 @@ Field Declare() {
           Obj("checkpoint",
               {
                   Int("every_steps", 0).Def(0).Means("checkpoint every N steps (0: off)"),
-                  Int("every_samples", 0).Def(0).Means(
-                      "checkpoint every N training samples (0: off)"),
+                  Int("every_samples", 0)
+                      .Def(0)
+                      .Means("checkpoint every N training samples (0: off)"),
                   Num("every_seconds", 0, kMaxSeconds)
                       .Def(60.0)
                       .Means("checkpoint every N wall seconds of training (0: off)"),

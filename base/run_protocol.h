@@ -66,6 +66,13 @@ constexpr std::optional<Outcome> OutcomeForExitCode(int code) {
   }
   return std::nullopt;
 }
+// Whether a process that exited with `code` ended a run on the protocol's terms with a final
+// outcome (0, 3-6): its run is finished, and a warm worker or the other ranks go on as usual. Any
+// other code (1, 2, 7 = preempted, 128 + signal) is not.
+constexpr bool IsFinalExitCode(int code) {
+  const std::optional<Outcome> outcome = OutcomeForExitCode(code);
+  return outcome.has_value() && EntryOf(*outcome).final;
+}
 constexpr std::optional<Outcome> ParseOutcome(std::string_view name) {
   for (const OutcomeEntry& e : kOutcomes) {
     if (e.name == name) return e.outcome;

@@ -19,6 +19,7 @@
 #include "analysis/study_tables.h"
 #include "analysis/sweep_data.h"
 #include "analysis/sync_modes.h"
+#include "base/run_protocol.h"
 #include "cli/commands.h"
 
 namespace batchlab::cli {
@@ -112,13 +113,14 @@ StatusOr<analysis::SweepData> Load(const AnalyzeFlags& f, const std::string& db_
   const StudyOptions& o = f.study;
   LoadOptions load;
   load.version = f.version;
-  load.metrics =
-      AnalysisMetrics(o.target.empty() ? "test_accuracy" : ParseTarget(o.target)->metric);
+  load.metrics = AnalysisMetrics(o.target.empty() ? protocol::kMetricTestAccuracy
+                                                  : ParseTarget(o.target)->metric);
   BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep(db_path, f.sweep, load));
   if (o.target.empty() && !sweep.target.empty()) {
     // The configured target may name a metric outside the default set: reload it if so.
     const std::string m = ParseTarget(sweep.target).ok() ? ParseTarget(sweep.target)->metric : "";
-    if (!m.empty() && m != "test_accuracy" && m != "test_loss" && m != "loss") {
+    if (!m.empty() && m != protocol::kMetricTestAccuracy && m != protocol::kMetricTestLoss &&
+        m != protocol::kMetricLoss) {
       load.metrics = AnalysisMetrics(m);
       BATCHLAB_ASSIGN_OR_RETURN(sweep, LoadSweep(db_path, f.sweep, load));
     }
@@ -315,7 +317,8 @@ void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
           ->check(CLI::Range(0.0, 10.0));
       cmd->add_option("--metric", flags->cbs.metric, "The branches' loss: test_loss or loss")
           ->capture_default_str()
-          ->check(CLI::IsMember({"test_loss", "loss"}));
+          ->check(CLI::IsMember(
+              std::vector<std::string>{protocol::kMetricTestLoss, protocol::kMetricLoss}));
       cmd->add_option("--smooth", flags->cbs.smooth, "Last evaluations averaged per branch")
           ->capture_default_str()
           ->check(CLI::Range(1, 1000));

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/run_protocol.h"
+
 namespace batchlab::orchestrator {
 namespace {
 
@@ -63,11 +65,9 @@ std::map<std::string, std::string> TorchEnvironment(const RankPlace& place, cons
   return out;
 }
 
-bool IsProtocolExitCode(int code) { return code == 0 || code == 3 || code == 4 || code == 5; }
-
 int JobExitCode(const std::map<int, int>& rank_exit_codes) {
   for (const auto& [rank, code] : rank_exit_codes) {
-    if (!IsProtocolExitCode(code)) return code;
+    if (!protocol::IsFinalExitCode(code)) return code;
   }
   auto zero = rank_exit_codes.find(0);
   return zero == rank_exit_codes.end() ? 1 : zero->second;

@@ -39,11 +39,8 @@ std::optional<RankPlace> RankPlaceFromLauncher(const EnvLookup& env);
 // none (127.0.0.1, 29500: torch's defaults; the orchestrator always sets a free port per run).
 std::map<std::string, std::string> TorchEnvironment(const RankPlace& place, const EnvLookup& env);
 
-// 0, 3, 4, 5: a rank that ended on the protocol's terms (docs/protocol.md).
-bool IsProtocolExitCode(int code);
-
-// The exit code of a whole job from its ranks' codes: the lowest failed rank's code (a code
-// outside the protocol's 0/3/4/5, or 128+signal), else rank 0's.
+// The exit code of a whole job from its ranks' codes: the lowest rank's code that is not a final
+// outcome (protocol::IsFinalExitCode: a failure, 128+signal, or 7 = preempted), else rank 0's.
 int JobExitCode(const std::map<int, int>& rank_exit_codes);
 
 }  // namespace batchlab::orchestrator

@@ -27,6 +27,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/launched_process.h"
+#include "base/run_protocol.h"
 #include "orchestrator/rank_environment.h"
 
 namespace {
@@ -106,7 +107,7 @@ int Spawn(int world, const std::vector<std::string>& command) {
     if (it == rank_of.end()) continue;
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     codes[it->second] = code;
-    const bool failed = !orch::IsProtocolExitCode(code);
+    const bool failed = !batchlab::protocol::IsFinalExitCode(code);
     if (failed && !stopping) {
       // One rank failed: the others may wait for it in a collective forever.
       stopping = true;

@@ -775,7 +775,8 @@ class Execution {
           }
           BATCHLAB_ASSIGN_OR_RETURN(
               std::vector<double> last,
-              store_.RecentValuesOf(plan_.runs[i].id, "test_loss", spec_.branch.smooth_evals));
+              store_.RecentValuesOf(plan_.runs[i].id, protocol::kMetricTestLoss,
+                                    spec_.branch.smooth_evals));
           if (!last.empty()) losses.seeds.push_back(std::move(last));
         }
         if (losses.complete && losses.seeds.empty()) continue;  // absent from the analysis

@@ -33,8 +33,6 @@ std::optional<int> ReadCode(const std::string& path) {
   return std::nullopt;
 }
 
-bool IsOutcome(int code) { return code == 0 || (code >= 3 && code <= 6); }
-
 nlohmann::json ReadJson(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in, nullptr, false);
@@ -95,7 +93,8 @@ struct Worker {
     for (int r = 0; r < world_size; ++r) {
       auto code = ReadCode(fmt::format("{}/done-{}.rank{}", dir, n, r));
       if (!code) return std::nullopt;
-      if (r == 0 || (!IsOutcome(*code) && IsOutcome(*result))) result = code;
+      if (r == 0 || (!protocol::IsFinalExitCode(*code) && protocol::IsFinalExitCode(*result)))
+        result = code;
     }
     return result;
   }
@@ -343,7 +342,7 @@ JobStatus WarmJob::Finish(int code) {
   finished_ = true;
   worker_->busy = false;
   worker_->idle_since = pool_.Now();
-  if (!IsOutcome(code)) worker_->Retire();  // it exits by itself; make sure
+  if (!protocol::IsFinalExitCode(code)) worker_->Retire();  // it exits by itself; make sure
   final_ = JobStatus{};
   final_.done = true;
   final_.exit_code = code;

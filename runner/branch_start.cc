@@ -56,7 +56,7 @@ void Trainer::MaybeStartBranch() {
   const BranchConfig& br = config_.branch;
   if (!br.present()) return;
   if (config_.mode != "train") return;
-  const std::string name = CheckpointFileName(br.at_step, rank_);
+  const std::string name = protocol::CheckpointShardName(br.at_step, rank_);
   std::optional<CheckpointFile> file;
   std::string tried;
   for (const std::string& dir : trunk_dirs_) {

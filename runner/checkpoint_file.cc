@@ -82,10 +82,6 @@ const torch::Tensor& CheckpointFile::Tensor(const std::string& name) const {
   return it->second;
 }
 
-std::string CheckpointFileName(int64_t step, int rank) {
-  return fmt::format("step-{:08d}.rank-{}.ckpt", step, rank);
-}
-
 int64_t CheckpointStepOf(const std::string& name) {
   constexpr std::string_view prefix = "step-", suffix = ".rank-0.ckpt";
   if (name.size() != prefix.size() + 8 + suffix.size() || name.rfind(prefix, 0) != 0 ||

@@ -32,6 +32,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include "base/run_protocol.h"
+
 namespace batchlab::runner {
 
 inline constexpr int kCheckpointFormat = 1;
@@ -62,8 +64,8 @@ int64_t WriteCheckpointFile(const std::string& path, nlohmann::json header,
 CheckpointFile ReadCheckpointFile(const std::string& path, const std::string& run_id,
                                   const std::string& config_hash);
 
-// The file name of `rank`'s shard of the checkpoint at `step`: "step-00000040.rank-0.ckpt".
-std::string CheckpointFileName(int64_t step, int rank);
+// The file name of `rank`'s shard of the checkpoint at `step` is
+// protocol::CheckpointShardName(step, rank) (base/run_protocol.h): "step-00000040.rank-0.ckpt".
 // The step a rank-0 file name holds, or -1 when `name` is not one.
 int64_t CheckpointStepOf(const std::string& name);
 

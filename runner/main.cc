@@ -29,19 +29,19 @@
 #include <CLI/CLI.hpp>
 
 #include "base/launched_process.h"
+#include "base/lr_schedule.h"
 #include "base/run_protocol.h"
 #include "runner/comm_host_staged.h"
 #include "runner/communicator.h"
-#include "runner/device.h"
 #include "runner/datasets/dataset.h"
 #include "runner/datasets/dataset_registry.h"
-#include "runner/lr_schedule.h"
+#include "runner/device.h"
 #include "runner/metrics_writer.h"
 #include "runner/model_registry.h"
 #include "runner/optimizer_factory.h"
+#include "runner/preempt_signal.h"
 #include "runner/run_config.h"
 #include "runner/runner_error.h"
-#include "runner/preempt_signal.h"
 #include "runner/trainer.h"
 #include "runner/worker_loop.h"
 
@@ -55,7 +55,8 @@ void CheckOptimizerAndSchedule(const RunConfig& config) {
   const BudgetConfig& b = config.budget;
   const bool bounded = b.steps > 0 || b.epochs > 0 || b.samples > 0;
   const int64_t long_run = int64_t{1} << 40;
-  const LrSchedule lr(config.lr, config.batch_size, bounded ? long_run : 0, /*steps_per_epoch=*/1);
+  const run_values::LrSchedule lr = OrBadConfig(run_values::LrSchedule::Make(
+      config.lr, config.batch_size, bounded ? long_run : 0, /*steps_per_epoch=*/1));
   torch::OrderedDict<std::string, torch::Tensor> params;
   params.insert("w", torch::zeros({1}, torch::requires_grad()));
   MakeOptimizer(config.optimizer, params, lr.At(0));
@@ -192,7 +193,7 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
   if (config.mode == "noop") {
     if (rank == 0) {
       std::unique_ptr<MetricsWriter> out = MetricsWriter::Open(config.metrics_path);
-      out->Write({{"kind", "start"},
+      out->Write({{"kind", protocol::kLineStart},
                   {"time", UnixTime()},
                   {"world_size", config.world_size},
                   {"batch_size", config.batch_size},
@@ -200,7 +201,7 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
                   {"accumulation", config.accumulation},
                   {"parameters", 0},
                   {"mode", "noop"}});
-      out->Write({{"kind", "end"},
+      out->Write({{"kind", protocol::kLineEnd},
                   {"outcome", "completed"},
                   {"steps", 0},
                   {"samples", 0},

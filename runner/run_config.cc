@@ -14,7 +14,9 @@
 #include "base/config_check.h"
 #include "runner/datasets/dataset_registry.h"
 #include "runner/model_registry.h"
+#include "runner/precision.h"
 #include "runner/runner_error.h"
+#include "runner/sync/sync_mode.h"
 
 namespace batchlab::runner {
 namespace {
@@ -294,19 +296,21 @@ void CheckCombinations(const json& j, RunConfig& c) {
           "branch: needs trunk_run_id, at_step, trunk_batch_size and multiplier (the "
           "orchestrator sets them for a branch study; remove \"branch\" for an ordinary run)");
     }
-    if (c.comm.sync == "async_ps" || c.comm.sync == "backup") {
+    if (IsParameterServer(ParseSyncMode(c.comm.sync))) {
       throw BadConfig("comm.sync: \"" + c.comm.sync +
                       "\" has no checkpoints, so a branch cannot start from one; use "
                       "\"allreduce\", \"lag\" or \"local_sgd\"");
     }
   }
-  if (c.precision == "fp16" && !torch::cuda::is_available()) {
+  const bool fp16 = ParsePrecision(c.precision) == Precision::kFp16;
+  if (fp16 && !torch::cuda::is_available()) {
     throw BadConfig(
         "precision: \"fp16\" needs a CUDA device and none is visible to this runner (a CPU "
         "LibTorch, or no GPU here: docs/gpu.md); use \"fp32\" or \"bf16\", or validate on a "
         "GPU node");
   }
-  if (c.precision == "fp16" && c.comm.sync != "allreduce" && c.comm.sync != "local_sgd") {
+  const SyncMode sync = ParseSyncMode(c.comm.sync);
+  if (fp16 && sync != SyncMode::kAllreduce && sync != SyncMode::kLocalSgd) {
     throw BadConfig("precision: \"fp16\" (loss scaling) works with comm.sync allreduce and "
                     "local_sgd, not \"" + c.comm.sync + "\"; use \"bf16\" (no loss scaling)");
   }
@@ -316,17 +320,18 @@ void CheckCombinations(const json& j, RunConfig& c) {
 void CheckSync(const RunConfig& c) {
   const CommConfig& m = c.comm;
   const std::string world = std::to_string(c.world_size);
-  if (m.sync == "backup" && m.backup_workers >= c.world_size) {
+  const SyncMode sync = ParseSyncMode(m.sync);
+  if (sync == SyncMode::kBackup && m.backup_workers >= c.world_size) {
     throw BadConfig("comm.backup_workers: " + std::to_string(m.backup_workers) +
                     " would drop every gradient of " + world +
                     " ranks; use fewer than world_size (0 = plain synchronous)");
   }
-  if (m.sync == "async_ps" && c.world_size < 2) {
+  if (sync == SyncMode::kAsyncPs && c.world_size < 2) {
     throw BadConfig(
         "comm.sync: \"async_ps\" needs a parameter server and at least one worker; "
         "use 2 or more ranks (nodes x ranks_per_node)");
   }
-  if ((m.sync == "async_ps" || m.sync == "backup") && m.backend != "mpi") {
+  if (IsParameterServer(sync) && m.backend != "mpi") {
     throw BadConfig("comm.backend: \"" + m.backend + "\" cannot carry comm.sync \"" + m.sync +
                     "\" (it needs point-to-point messages); use \"mpi\"");
   }
@@ -365,7 +370,7 @@ void CheckBatchSchedule(const RunConfig& c) {
                       "; choose a multiple of " + std::to_string(unit));
     }
   }
-  if (c.comm.sync != "allreduce") {
+  if (ParseSyncMode(c.comm.sync) != SyncMode::kAllreduce) {
     throw BadConfig("batch_schedule: comm.sync \"" + c.comm.sync +
                     "\" trains at one batch size; a batch schedule needs \"allreduce\"");
   }

@@ -22,9 +22,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/config_fields.h"
+#include "base/lr_schedule.h"
 #include "base/run_values.h"
 #include "runner/communicator.h"
-#include "runner/lr_schedule.h"
 #include "runner/optimizer_factory.h"
 
 namespace batchlab::runner {
@@ -112,7 +112,7 @@ struct RunConfig {
   DataConfig data;
   ModelConfig model;
   OptimizerConfig optimizer;
-  LrConfig lr;
+  run_values::LrConfig lr;
   BudgetConfig budget;
   int64_t eval_every_steps = config::Default<int64_t>("eval.every_steps");  // 0 = only at the end
   int64_t eval_subset = config::Default<int64_t>("eval.subset");  // 0 = the whole held-out set

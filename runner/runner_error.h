@@ -5,6 +5,9 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+
+#include "base/status.h"
 
 namespace batchlab::runner {
 
@@ -21,6 +24,14 @@ class RunnerError : public std::runtime_error {
 
 inline RunnerError BadConfig(const std::string& message) {
   return RunnerError(RunnerError::Kind::kBadConfig, message);
+}
+
+// A value the LibTorch-free layers (base/) computed from the config, or BadConfig with their
+// message: `LrSchedule lr = OrBadConfig(LrSchedule::Make(c, batch, steps));`.
+template <typename T>
+T OrBadConfig(StatusOr<T> value) {
+  if (!value.ok()) throw BadConfig(value.status().message());
+  return std::move(value).value();
 }
 
 }  // namespace batchlab::runner

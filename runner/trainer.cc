@@ -144,10 +144,14 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
                      ? run_values::TotalSteps(budget, samples_per_step_, spe)
                      : run_values::TotalSteps(budget, schedule_, sampler_->shard_size() * shards);
 
-  lr_ = std::make_unique<LrSchedule>(config_.lr, config_.batch_size, total_steps_, spe);
+  auto lr_for = [&](int64_t batch) {
+    return std::make_unique<run_values::LrSchedule>(
+        OrBadConfig(run_values::LrSchedule::Make(config_.lr, batch, total_steps_, spe)));
+  };
+  lr_ = lr_for(config_.batch_size);
   for (int64_t batch : schedule_.batch_sizes) {
     if (batch != config_.batch_size && lr_by_batch_.count(batch) == 0) {
-      lr_by_batch_[batch] = std::make_unique<LrSchedule>(config_.lr, batch, total_steps_, spe);
+      lr_by_batch_[batch] = lr_for(batch);
     }
   }
   optimizer_ = MakeOptimizer(config_.optimizer, model_->named_parameters(), lr_->At(0));
@@ -407,7 +411,7 @@ bool Trainer::ParameterServerMode() const {
 
 void Trainer::WriteStart() {
   if (metrics_ == nullptr) return;
-  nlohmann::ordered_json line = {{"kind", "start"},
+  nlohmann::ordered_json line = {{"kind", protocol::kLineStart},
                                  {"time", UnixTime()},
                                  {"world_size", config_.world_size},
                                  {"batch_size", config_.batch_size},
@@ -477,19 +481,21 @@ void Trainer::EvalAndLog(bool collective) {
   p.last_eval_step = step_;
   const double seconds = ElapsedSeconds();
   if (metrics_ != nullptr) {
-    nlohmann::ordered_json line = {{"kind", "eval"},
+    nlohmann::ordered_json line = {{"kind", protocol::kLineEval},
                                    {"step", step_},
                                    {"samples", SamplesAfter(step_)},
                                    {"seconds", seconds},
-                                   {"test_loss", p.last_eval.loss}};
-    if (data_.classes > 0) line["test_accuracy"] = p.last_eval.accuracy;
+                                   {protocol::kMetricTestLoss, p.last_eval.loss}};
+    if (data_.classes > 0) line[protocol::kMetricTestAccuracy] = p.last_eval.accuracy;
     if (data_.context > 0) line["bits_per_byte"] = p.last_eval.loss / std::log(2.0);  // text
     metrics_->Write(line);
   }
   const std::optional<TargetConfig>& target = config_.target;
-  if (target && target->metric == "test_accuracy") RecordTarget(p.last_eval.accuracy, seconds);
-  if (target && target->metric == "test_loss") RecordTarget(p.last_eval.loss, seconds);
-  if (target && target->metric != "loss" && !p.reached) CheckPruneBound();
+  if (target && target->metric == protocol::kMetricTestAccuracy)
+    RecordTarget(p.last_eval.accuracy, seconds);
+  if (target && target->metric == protocol::kMetricTestLoss)
+    RecordTarget(p.last_eval.loss, seconds);
+  if (target && target->metric != protocol::kMetricLoss && !p.reached) CheckPruneBound();
 }
 
 bool Trainer::Decide(double loss, bool stop, bool collective_eval) {
@@ -502,7 +508,8 @@ bool Trainer::Decide(double loss, bool stop, bool collective_eval) {
     p.diverged = true;
     return true;
   }
-  if (config_.target && config_.target->metric == "loss") RecordTarget(loss, p.elapsed);
+  if (config_.target && config_.target->metric == protocol::kMetricLoss)
+    RecordTarget(loss, p.elapsed);
   if (config_.eval_every_steps > 0 && step_ % config_.eval_every_steps == 0) {
     EvalAndLog(collective_eval);
   }
@@ -518,14 +525,10 @@ nlohmann::ordered_json Trainer::StepLine(double loss, const SyncFacts& sync) con
   const double epoch = sync_ == SyncMode::kAsyncPs
                            ? static_cast<double>(SamplesAfter(step_) / data_.train_size())
                            : static_cast<double>(sampler_->epoch());
-  return {{"kind", "step"},
-          {"step", step_},
-          {"samples", SamplesAfter(step_)},
-          {"epoch", static_cast<int64_t>(epoch)},
-          {"loss", loss},
-          {"wait_seconds", sync.wait_seconds},
-          {"staleness", sync.staleness},
-          {"effective_batch", sync.effective_batch}};
+  return {{"kind", protocol::kLineStep},    {"step", step_},
+          {"samples", SamplesAfter(step_)}, {"epoch", static_cast<int64_t>(epoch)},
+          {protocol::kMetricLoss, loss},    {"wait_seconds", sync.wait_seconds},
+          {"staleness", sync.staleness},    {"effective_batch", sync.effective_batch}};
 }
 
 Outcome Trainer::CurrentOutcome() const {
@@ -545,7 +548,7 @@ Outcome Trainer::Finish(bool collective_eval) {
     const bool have_eval = p.last_eval_step == step_;
     const bool classification = data_.classes > 0;
     metrics_->Write(
-        {{"kind", "end"},
+        {{"kind", protocol::kLineEnd},
          {"outcome", std::string(OutcomeName(outcome))},
          {"steps", step_},
          {"samples", SamplesAfter(step_)},
@@ -646,10 +649,10 @@ nlohmann::ordered_json Trainer::NoiseLine(bool measure, const ExchangeResult& r)
   if (metrics_ == nullptr || !measure || (world_ == 1 && gns_b_small_ == 0)) return line;
   // K > 1: the local gradient (its |g|^2 averaged over ranks in the exchange) against the
   // averaged one; one rank: micro-batch against accumulated gradient.
-  line["gns_b_small"] = world_ > 1 ? local_batch_ : gns_b_small_;
-  line["gns_b_big"] = batch_;
-  line["gns_sq_small"] = world_ > 1 ? r.gns_sq_small : gns_sq_small_;
-  line["gns_sq_big"] = GradSquaredNorm();
+  line[protocol::kMetricGnsBSmall] = world_ > 1 ? local_batch_ : gns_b_small_;
+  line[protocol::kMetricGnsBBig] = batch_;
+  line[protocol::kMetricGnsSqSmall] = world_ > 1 ? r.gns_sq_small : gns_sq_small_;
+  line[protocol::kMetricGnsSqBig] = GradSquaredNorm();
   if (data_.truth && config_.model.name == "logreg") {
     const auto named = model_->named_parameters();
     const torch::Tensor* bias = named.find("linear.bias");
@@ -678,10 +681,10 @@ void Trainer::WriteStepLine(const StepInputs& in, const ExchangeResult& r,
   nlohmann::ordered_json line = StepLine(r.loss, r.facts);
   line.update(noise);
   line["lr"] = lr;
-  line["step_seconds"] = clock.Seconds(kBegin, kEnd);
+  line[protocol::kMetricStepSeconds] = clock.Seconds(kBegin, kEnd);
   line["data_seconds"] = clock.Seconds(kBegin, kData);
   line["compute_seconds"] = clock.Seconds(kData, kCompute);
-  line["comm_seconds"] = r.comm_seconds.value_or(clock.Seconds(kCompute, kComm));
+  line[protocol::kMetricCommSeconds] = r.comm_seconds.value_or(clock.Seconds(kCompute, kComm));
   line["optim_seconds"] = clock.Seconds(kComm, kOptim);
   if (scaler_) {
     line["loss_scale"] = in.loss_scale;

@@ -43,6 +43,7 @@
 
 #include <torch/torch.h>
 
+#include "base/lr_schedule.h"
 #include "base/run_protocol.h"
 #include "base/run_values.h"
 #include "runner/checkpoint_file.h"
@@ -50,7 +51,6 @@
 #include "runner/datasets/dataset.h"
 #include "runner/datasets/shard_sampler.h"
 #include "runner/device.h"
-#include "runner/lr_schedule.h"
 #include "runner/metrics_writer.h"
 #include "runner/models.h"
 #include "runner/precision.h"
@@ -208,7 +208,7 @@ class Trainer {
   std::vector<torch::Tensor> params_;
   int64_t param_count_ = 0;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::unique_ptr<LrSchedule> lr_;
+  std::unique_ptr<run_values::LrSchedule> lr_;
   std::unique_ptr<ShardSampler> sampler_;
 
   // The rank's device (device.h): the CPU, or the CUDA device main.cc chose; the model, its
@@ -255,7 +255,7 @@ class Trainer {
   // warmup and decay counted in the run's steps).
   run_values::BatchSchedule schedule_;
   int64_t batch_ = 0, local_batch_ = 0;
-  std::map<int64_t, std::unique_ptr<LrSchedule>> lr_by_batch_;
+  std::map<int64_t, std::unique_ptr<run_values::LrSchedule>> lr_by_batch_;
   int64_t step_ = 0;
   int64_t total_steps_ = 0;  // 0 = only a seconds budget
   double gns_sq_small_ = 0;

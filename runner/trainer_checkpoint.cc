@@ -281,7 +281,8 @@ void Trainer::SaveCheckpoint() {
                  {"world_size", world_},     {"state", std::move(state)}};
   std::error_code ec;
   fs::create_directories(checkpoint_dir_, ec);
-  const std::string path = (fs::path(checkpoint_dir_) / CheckpointFileName(step_, rank_)).string();
+  const std::string path =
+      (fs::path(checkpoint_dir_) / protocol::CheckpointShardName(step_, rank_)).string();
   int64_t bytes = 0;
   std::string failed;
   try {
@@ -321,7 +322,7 @@ void Trainer::PruneCheckpoints() {
   for (size_t i = static_cast<size_t>(c.keep); i < steps.size(); ++i) {
     if (steps[i] <= 0) continue;
     if (std::find(c.at_steps.begin(), c.at_steps.end(), steps[i]) != c.at_steps.end()) continue;
-    fs::remove(fs::path(checkpoint_dir_) / CheckpointFileName(steps[i], rank_), ec);
+    fs::remove(fs::path(checkpoint_dir_) / protocol::CheckpointShardName(steps[i], rank_), ec);
   }
 }
 
@@ -379,7 +380,8 @@ void Trainer::MaybeResume() {
   const std::string run_id = config_.run_id, hash = ConfigHash();
   json rejected = json::array();
   for (const Candidate& c : CandidatesOf(resume_from_)) {
-    const std::string path = (fs::path(c.dir) / CheckpointFileName(c.step, rank_)).string();
+    const std::string path =
+        (fs::path(c.dir) / protocol::CheckpointShardName(c.step, rank_)).string();
     std::optional<CheckpointFile> file;
     std::string reason;
     try {

@@ -22,8 +22,6 @@ bool Exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-bool IsOutcome(int code) { return code == 0 || (code >= 3 && code <= 6); }
-
 void FlushAll() {
   std::cout.flush();
   std::cerr.flush();
@@ -122,7 +120,7 @@ int RunWorkerLoop(const std::string& dir, int rank,
                              std::to_string(code) + "\n")) {
       return 1;  // the orchestrator could not learn the outcome: end, so it sees the worker die
     }
-    if (!IsOutcome(code)) return code;
+    if (!protocol::IsFinalExitCode(code)) return code;
   }
 }
 

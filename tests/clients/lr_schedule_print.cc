@@ -2,19 +2,19 @@
 // Reads a JSON array of cases from stdin:
 //   [{"lr": {...}, "batch_size": 256, "total_steps": 100, "steps_per_epoch": 10, "steps": 120}]
 // and prints a JSON array with, per case, {"lr": [At(0), ..., At(steps - 1)]} or
-// {"error": "<the BadConfig message>"}. Doubles are printed so that they parse back exactly.
-// Built from runner/lr_schedule.cc alone (no LibTorch).
+// {"error": "<the message>"} (the runner exits 2 with it). Doubles are printed so that they parse
+// back exactly. Built from base/lr_schedule.cc (no LibTorch).
 #include <iostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "runner/lr_schedule.h"
-#include "runner/runner_error.h"
+#include "base/lr_schedule.h"
 
 namespace {
 
-using batchlab::runner::LrConfig;
+using batchlab::run_values::LrConfig;
+using batchlab::run_values::LrSchedule;
 using nlohmann::json;
 
 LrConfig ParseLr(const json& j) {
@@ -38,17 +38,17 @@ int main() {
   const json cases = json::parse(std::cin);
   json out = json::array();
   for (const json& c : cases) {
-    try {
-      batchlab::runner::LrSchedule schedule(
-          ParseLr(c.at("lr")), c.at("batch_size").get<int64_t>(),
-          c.at("total_steps").get<int64_t>(), c.value("steps_per_epoch", int64_t{0}));
-      json values = json::array();
-      const int64_t steps = c.at("steps").get<int64_t>();
-      for (int64_t i = 0; i < steps; ++i) values.push_back(schedule.At(i));
-      out.push_back({{"lr", values}});
-    } catch (const batchlab::runner::RunnerError& e) {
-      out.push_back({{"error", e.what()}});
+    const auto schedule = LrSchedule::Make(ParseLr(c.at("lr")), c.at("batch_size").get<int64_t>(),
+                                           c.at("total_steps").get<int64_t>(),
+                                           c.value("steps_per_epoch", int64_t{0}));
+    if (!schedule.ok()) {
+      out.push_back({{"error", schedule.status().message()}});
+      continue;
     }
+    json values = json::array();
+    const int64_t steps = c.at("steps").get<int64_t>();
+    for (int64_t i = 0; i < steps; ++i) values.push_back(schedule->At(i));
+    out.push_back({{"lr", values}});
   }
   std::cout << out.dump() << "\n";
   return 0;

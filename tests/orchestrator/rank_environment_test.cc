@@ -67,6 +67,9 @@ TEST(RankEnvironmentTest, JobExitCodeIsTheFirstFailureElseRankZeros) {
   EXPECT_EQ(JobExitCode({{0, 1}, {1, 143}}), 1);
   EXPECT_EQ(JobExitCode({{0, 5}, {1, 0}}), 5);
   EXPECT_EQ(JobExitCode({{1, 0}}), 1);  // no rank 0: not a protocol answer
+  EXPECT_EQ(JobExitCode({{0, 6}, {1, 6}}), 6);  // pruned on every rank: a final outcome
+  EXPECT_EQ(JobExitCode({{0, 6}, {1, 7}}), 7);  // rank 1 preempted: the run is not finished
+  EXPECT_EQ(JobExitCode({{0, 7}, {1, 0}}), 7);
 }
 
 }  // namespace

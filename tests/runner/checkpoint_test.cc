@@ -83,8 +83,8 @@ class CheckpointTest : public ::testing::Test {
   fs::path OnlyCheckpoint(const fs::path& from, int64_t step, const std::string& name) {
     const fs::path dir = root_ / name;
     fs::create_directories(dir / "checkpoints");
-    fs::copy_file(from / "checkpoints" / CheckpointFileName(step, 0),
-                  dir / "checkpoints" / CheckpointFileName(step, 0));
+    fs::copy_file(from / "checkpoints" / protocol::CheckpointShardName(step, 0),
+                  dir / "checkpoints" / protocol::CheckpointShardName(step, 0));
     return dir;
   }
 
@@ -180,8 +180,9 @@ TEST_F(CheckpointTest, KeepBoundsTheFilesAndAtStepsStay) {
   }
   std::sort(names.begin(), names.end());
   // Steps 1..9 were checkpointed (the run ends at 10): 3 for good, and the newest two.
-  EXPECT_EQ(names, (std::vector<std::string>{CheckpointFileName(3, 0), CheckpointFileName(8, 0),
-                                             CheckpointFileName(9, 0)}));
+  EXPECT_EQ(names, (std::vector<std::string>{protocol::CheckpointShardName(3, 0),
+                                             protocol::CheckpointShardName(8, 0),
+                                             protocol::CheckpointShardName(9, 0)}));
 }
 
 TEST_F(CheckpointTest, APreemptRequestCheckpointsAndTheNextAttemptGoesOn) {
@@ -194,7 +195,7 @@ TEST_F(CheckpointTest, APreemptRequestCheckpointsAndTheNextAttemptGoesOn) {
   EXPECT_EQ(first.outcome, Outcome::kPreempted);
   EXPECT_EQ(ExitCodeFor(Outcome::kPreempted), 7);
   ASSERT_EQ(first.losses.size(), 1u);  // it stops after the step in which it saw the request
-  EXPECT_TRUE(fs::exists(root_ / "a1" / "checkpoints" / CheckpointFileName(1, 0)));
+  EXPECT_TRUE(fs::exists(root_ / "a1" / "checkpoints" / protocol::CheckpointShardName(1, 0)));
   for (const json& l : first.lines) EXPECT_NE(l["kind"], "end");  // not finished
   const Result second = Train(config, data, root_ / "a2", {{1, (root_ / "a1").string()}});
   EXPECT_EQ(second.resumed_from, 1);
@@ -221,17 +222,19 @@ TEST_F(CheckpointTest, BadCheckpointsFallBackToAnOlderOneWithTheReason) {
   const fs::path ck = root_ / "full" / "checkpoints";
   // Step 9: corrupt (a byte of its tensor data); 8: truncated; 7: another run's; 6: a newer
   // format; 5: good. A temporary file of a write that never finished is no candidate at all.
-  Flip(ck / CheckpointFileName(9, 0), 100);
-  fs::resize_file(ck / CheckpointFileName(8, 0), fs::file_size(ck / CheckpointFileName(8, 0)) / 2);
+  Flip(ck / protocol::CheckpointShardName(9, 0), 100);
+  fs::resize_file(ck / protocol::CheckpointShardName(8, 0),
+                  fs::file_size(ck / protocol::CheckpointShardName(8, 0)) / 2);
   {
     json other = config;
     other["run_id"] = "00000000000000bb";
     Train(other, data, root_ / "other");
-    fs::copy_file(root_ / "other" / "checkpoints" / CheckpointFileName(7, 0),
-                  ck / CheckpointFileName(7, 0), fs::copy_options::overwrite_existing);
+    fs::copy_file(root_ / "other" / "checkpoints" / protocol::CheckpointShardName(7, 0),
+                  ck / protocol::CheckpointShardName(7, 0), fs::copy_options::overwrite_existing);
   }
   {
-    std::fstream f(ck / CheckpointFileName(6, 0), std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream f(ck / protocol::CheckpointShardName(6, 0),
+                   std::ios::in | std::ios::out | std::ios::binary);
     std::string head(4096, '\0');
     f.read(head.data(), head.size());
     const size_t at = head.find("\"format\":1");
@@ -240,7 +243,7 @@ TEST_F(CheckpointTest, BadCheckpointsFallBackToAnOlderOneWithTheReason) {
     f.seekp(static_cast<std::streamoff>(at + 9));
     f.put('9');
   }
-  std::ofstream(ck / (CheckpointFileName(10, 0) + ".tmp")) << "half a checkpoint";
+  std::ofstream(ck / (protocol::CheckpointShardName(10, 0) + ".tmp")) << "half a checkpoint";
   const Result resumed = Train(config, data, root_ / "a2", {{1, (root_ / "full").string()}});
   EXPECT_EQ(resumed.resumed_from, 5);
   EXPECT_EQ(resumed.losses, full.losses);
@@ -254,7 +257,8 @@ TEST_F(CheckpointTest, BadCheckpointsFallBackToAnOlderOneWithTheReason) {
   EXPECT_NE(rejected[3]["reason"].get<std::string>().find("newer"), std::string::npos);
 
   // Nothing valid at all: from step 0, every file named.
-  for (int64_t s = 1; s <= 5; ++s) Flip(ck / CheckpointFileName(s, 0), 1);  // the checksum
+  for (int64_t s = 1; s <= 5; ++s)
+    Flip(ck / protocol::CheckpointShardName(s, 0), 1);  // the checksum
   const Result fresh = Train(config, data, root_ / "a3", {{1, (root_ / "full").string()}});
   EXPECT_EQ(fresh.resumed_from, 0);
   EXPECT_EQ(fresh.losses, full.losses);
@@ -268,12 +272,15 @@ TEST_F(CheckpointTest, AFullDiskLeavesThePreviousCheckpointAndTheRunGoesOn) {
   // half-written remains under a checkpoint's name, and training continues.
   const json config = MlpConfig({{"budget", {{"steps", 3}}}, {"lr", {{"warmup_steps", 0}}}});
   const Dataset data = LoadDataset(ParseRunConfig(config, 1).data);
-  fs::create_directories(root_ / "a1" / "checkpoints" / CheckpointFileName(2, 0));  // a folder
+  fs::create_directories(root_ / "a1" / "checkpoints" /
+                         protocol::CheckpointShardName(2, 0));  // a folder
   const Result r = Train(config, data, root_ / "a1");
   EXPECT_EQ(r.outcome, Outcome::kCompleted);
   EXPECT_EQ(r.losses.size(), 3u);
-  EXPECT_TRUE(fs::is_regular_file(root_ / "a1" / "checkpoints" / CheckpointFileName(1, 0)));
-  EXPECT_FALSE(fs::exists(root_ / "a1" / "checkpoints" / (CheckpointFileName(2, 0) + ".tmp")));
+  EXPECT_TRUE(
+      fs::is_regular_file(root_ / "a1" / "checkpoints" / protocol::CheckpointShardName(1, 0)));
+  EXPECT_FALSE(
+      fs::exists(root_ / "a1" / "checkpoints" / (protocol::CheckpointShardName(2, 0) + ".tmp")));
   bool reported = false;
   for (const json& l : r.lines) {
     if (l["kind"] == "checkpoint" && l["step"] == 2) reported = l.contains("error");

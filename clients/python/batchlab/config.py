@@ -17,7 +17,7 @@ from . import protocol
 
 CONFIG_ENV = "BATCHLAB_CONFIG"
 
-TARGET_METRICS = ("test_accuracy", "test_loss", "loss")
+TARGET_METRICS = (protocol.METRIC_TEST_ACCURACY, protocol.METRIC_TEST_LOSS, protocol.METRIC_LOSS)
 TARGET_OPS = (">=", "<=", ">", "<")
 _MAX_SPEC_INTEGER = (1 << 53) - 1  # base/spec_bounds.h kMaxSpecInteger
 

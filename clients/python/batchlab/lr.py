@@ -1,5 +1,5 @@
 """The learning rate at every step and the run's length, computed exactly as batchlab-runner does
-(runner/lr_schedule.cc, runner/trainer.cc; the same floating-point operations in the same order,
+(base/lr_schedule.cc, runner/trainer.cc; the same floating-point operations in the same order,
 so the values agree to the last bit: tests/clients/lr_parity_test.py).
 
     s = LrSchedule(cfg.lr, global_batch=4096, total_steps=1000, steps_per_epoch=50)

@@ -1,15 +1,16 @@
 // LR rules, warmup and decay schedules at known points (values computed by hand from the
 // formulas in docs/runner-comm.md).
-#include "runner/lr_schedule.h"
+#include "base/lr_schedule.h"
 
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "runner/runner_error.h"
+#include "base/status.h"
 
-namespace batchlab::runner {
+namespace batchlab::run_values {
 namespace {
 
 LrConfig Base(const std::string& rule) {
@@ -20,18 +21,25 @@ LrConfig Base(const std::string& rule) {
   return c;
 }
 
+// A schedule the test expects to be valid (an exception, reported by the test, if it is not).
+LrSchedule Lr(const LrConfig& c, int64_t batch, int64_t total, int64_t steps_per_epoch = 0) {
+  StatusOr<LrSchedule> lr = LrSchedule::Make(c, batch, total, steps_per_epoch);
+  if (!lr.ok()) throw std::runtime_error(lr.status().message());
+  return *lr;
+}
+
 TEST(LrScheduleTest, RulesScaleTheBaseLrToTheGlobalBatch) {
-  EXPECT_DOUBLE_EQ(LrSchedule(Base("none"), 1024, 100).Scaled(), 0.1);
-  EXPECT_DOUBLE_EQ(LrSchedule(Base("linear"), 1024, 100).Scaled(), 0.4);  // 0.1 * 4
-  EXPECT_DOUBLE_EQ(LrSchedule(Base("sqrt"), 1024, 100).Scaled(), 0.2);    // 0.1 * sqrt(4)
-  EXPECT_DOUBLE_EQ(LrSchedule(Base("linear"), 64, 100).Scaled(), 0.025);  // smaller batch
-  EXPECT_DOUBLE_EQ(LrSchedule(Base("linear"), 1024, 100).At(57), 0.4);    // constant
+  EXPECT_DOUBLE_EQ(Lr(Base("none"), 1024, 100).Scaled(), 0.1);
+  EXPECT_DOUBLE_EQ(Lr(Base("linear"), 1024, 100).Scaled(), 0.4);  // 0.1 * 4
+  EXPECT_DOUBLE_EQ(Lr(Base("sqrt"), 1024, 100).Scaled(), 0.2);    // 0.1 * sqrt(4)
+  EXPECT_DOUBLE_EQ(Lr(Base("linear"), 64, 100).Scaled(), 0.025);  // smaller batch
+  EXPECT_DOUBLE_EQ(Lr(Base("linear"), 1024, 100).At(57), 0.4);    // constant
 }
 
 TEST(LrScheduleTest, WarmupRisesLinearlyFromBaseToScaled) {
   LrConfig c = Base("linear");
   c.warmup_steps = 10;
-  LrSchedule lr(c, 1024, 100);
+  LrSchedule lr = Lr(c, 1024, 100);
   EXPECT_DOUBLE_EQ(lr.At(0), 0.1);
   EXPECT_DOUBLE_EQ(lr.At(5), 0.25);  // halfway between 0.1 and 0.4
   EXPECT_NEAR(lr.At(9), 0.1 + 0.3 * 0.9, 1e-15);
@@ -42,7 +50,7 @@ TEST(LrScheduleTest, WarmupRisesLinearlyFromBaseToScaled) {
 TEST(LrScheduleTest, WarmupInEpochsUsesStepsPerEpoch) {
   LrConfig c = Base("linear");
   c.warmup_epochs = 2;
-  LrSchedule lr(c, 1024, 100, /*steps_per_epoch=*/5);  // 10 warmup steps
+  LrSchedule lr = Lr(c, 1024, 100, /*steps_per_epoch=*/5);  // 10 warmup steps
   EXPECT_DOUBLE_EQ(lr.At(5), 0.25);
   EXPECT_DOUBLE_EQ(lr.At(10), 0.4);
 }
@@ -52,7 +60,7 @@ TEST(LrScheduleTest, StepScheduleDecaysAtMilestones) {
   c.schedule = "step";
   c.milestones = {20, 40};
   c.gamma = 0.1;
-  LrSchedule lr(c, 1024, 100);
+  LrSchedule lr = Lr(c, 1024, 100);
   EXPECT_DOUBLE_EQ(lr.At(19), 0.4);
   EXPECT_NEAR(lr.At(20), 0.04, 1e-15);
   EXPECT_NEAR(lr.At(39), 0.04, 1e-15);
@@ -63,7 +71,7 @@ TEST(LrScheduleTest, CosineGoesFromScaledToFinalAfterWarmup) {
   LrConfig c = Base("linear");
   c.warmup_steps = 10;
   c.schedule = "cosine";
-  LrSchedule lr(c, 1024, /*total_steps=*/110);
+  LrSchedule lr = Lr(c, 1024, /*total_steps=*/110);
   EXPECT_DOUBLE_EQ(lr.At(10), 0.4);
   EXPECT_NEAR(lr.At(60), 0.2, 1e-12);  // half of the decay span: cos(pi/2) = 0
   EXPECT_NEAR(lr.At(35), 0.2 * (1 + std::sqrt(0.5)), 1e-12);  // a quarter: cos(pi/4)
@@ -71,7 +79,7 @@ TEST(LrScheduleTest, CosineGoesFromScaledToFinalAfterWarmup) {
   EXPECT_NEAR(lr.At(500), 0.0, 1e-12);  // past the end stays at the end value
 
   c.final_lr_fraction = 0.1;
-  LrSchedule floor(c, 1024, 110);
+  LrSchedule floor = Lr(c, 1024, 110);
   EXPECT_NEAR(floor.At(110), 0.04, 1e-12);
   EXPECT_NEAR(floor.At(60), 0.04 + 0.36 * 0.5, 1e-12);
 }
@@ -80,7 +88,7 @@ TEST(LrScheduleTest, PolyDecaysWithItsPower) {
   LrConfig c = Base("sqrt");  // scaled 0.2 at B = 1024
   c.schedule = "poly";
   c.power = 2;
-  LrSchedule lr(c, 1024, 100);
+  LrSchedule lr = Lr(c, 1024, 100);
   EXPECT_DOUBLE_EQ(lr.At(0), 0.2);
   EXPECT_NEAR(lr.At(50), 0.2 * 0.25, 1e-12);  // (1 - 1/2)^2
   EXPECT_NEAR(lr.At(100), 0.0, 1e-12);
@@ -88,14 +96,11 @@ TEST(LrScheduleTest, PolyDecaysWithItsPower) {
 
 void ExpectBadConfig(const LrConfig& c, int64_t batch, int64_t total, const std::string& field,
                      int64_t steps_per_epoch = 0) {
-  try {
-    LrSchedule lr(c, batch, total, steps_per_epoch);
-    FAIL() << "expected BadConfig naming " << field;
-  } catch (const RunnerError& e) {
-    EXPECT_EQ(e.kind(), RunnerError::Kind::kBadConfig);
-    EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
-  }
+  StatusOr<LrSchedule> lr = LrSchedule::Make(c, batch, total, steps_per_epoch);
+  ASSERT_FALSE(lr.ok()) << "expected an error naming " << field;
+  // kInvalidArgument: bad input (the runner exits 2 with this message, the CLI too).
+  EXPECT_EQ(lr.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(lr.status().message().find(field), std::string::npos) << lr.status().message();
 }
 
 TEST(LrScheduleTest, BadInputNamesTheField) {
@@ -122,4 +127,4 @@ TEST(LrScheduleTest, BadInputNamesTheField) {
 }
 
 }  // namespace
-}  // namespace batchlab::runner
+}  // namespace batchlab::run_values
