@@ -8,7 +8,7 @@
 
 #include <fmt/core.h>
 
-#include "analysis/study_tables.h"
+#include "analysis/study.h"
 #include "base/atomic_file.h"
 #include "base/count_text.h"
 

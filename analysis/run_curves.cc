@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "analysis/study.h"
+#include "analysis/crit_section.h"
 #include "base/run_protocol.h"
 
 namespace batchlab::analysis {

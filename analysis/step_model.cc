@@ -18,7 +18,9 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string Pct(double v) { return FormatNumber(100 * v, 2) + "%"; }
+// A percent inside the check's sentence: 2 significant digits (a table cell's percent is exact:
+// Pct, section_format.h).
+std::string SentencePct(double v) { return FormatNumber(100 * v, 2) + "%"; }
 
 // "B=256 K=2" and the configuration's swept values (the label of its first run without them).
 std::string ConfigLabel(const RunTiming& t) {
@@ -187,11 +189,11 @@ std::string ModelCheck::Sentence() const {
   std::string s = fmt::format(
       "Model check: at the {} measured configurations the fitted step-time model gives the "
       "measured step times within {} (RMS; {} at worst){}",
-      rows.size(), Pct(fitted_rms), Pct(fitted_max),
+      rows.size(), SentencePct(fitted_rms), SentencePct(fitted_max),
       not_reproduced == 0
           ? ""
           : fmt::format(", {} configuration(s) beyond the tolerance {}", not_reproduced,
-                        Pct(tolerance)));
+                        SentencePct(tolerance)));
   if (held_out == 0) {
     s += "; held out: no configuration could be predicted from the others (each model needs "
          "another measured configuration: sweep more batch sizes or ranks), so the projection "
@@ -200,7 +202,7 @@ std::string ModelCheck::Sentence() const {
     s += fmt::format(
         "; held out (each configuration predicted from a model fitted without it): median error "
         "{} over {} configurations, {} at worst (goal <= {}: {}).",
-        Pct(held_out_median), held_out, Pct(held_out_max), Pct(goal),
+        SentencePct(held_out_median), held_out, SentencePct(held_out_max), SentencePct(goal),
         goal_met ? "met" : "NOT met, read the projection as rough");
   }
   return s;

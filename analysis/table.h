@@ -1,5 +1,6 @@
 // A titled table of already-formatted cells, rendered as aligned text (CLI), Markdown, HTML or
-// CSV (report). The analyses build Tables in study_tables.h; nothing here knows what they hold.
+// CSV (report). The analyses build Tables in their section files (gns_section.h, ...); nothing here
+// knows what they hold.
 //
 //   Table t{"steps_to_target", "Steps to target", {"batch_size", "steps"}};
 //   t.rows.push_back({"256", FormatNumber(912.5)});

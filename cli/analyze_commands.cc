@@ -15,8 +15,6 @@
 #include "analysis/recommendation.h"
 #include "analysis/schedule_compare.h"
 #include "analysis/study.h"
-#include "analysis/study_json.h"
-#include "analysis/study_tables.h"
 #include "analysis/sweep_data.h"
 #include "analysis/sync_modes.h"
 #include "base/run_protocol.h"

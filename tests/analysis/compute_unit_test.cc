@@ -17,8 +17,6 @@
 
 #include "analysis/recommendation.h"
 #include "analysis/study.h"
-#include "analysis/study_json.h"
-#include "analysis/study_tables.h"
 
 namespace batchlab::analysis {
 namespace {

@@ -1,7 +1,6 @@
 // The report of the synthetic sweep: files written, numbers consistent with the analyses, the
 // database untouched, and text that cannot break the HTML or CSV.
 #include "analysis/report.h"
-#include "analysis/study_tables.h"
 
 #include <filesystem>
 #include <fstream>
@@ -9,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "analysis/study_json.h"
+#include "analysis/study.h"
 #include "analysis/sweep_data.h"
 #include "tests/analysis/synthetic_sweep.h"
 
