@@ -2,16 +2,19 @@
 // to a temporary beside it (`path` + `temp_suffix`), which is renamed over `path` once written and
 // closed. On any failure `path` is left as it was and the temporary is removed.
 //
-// Used for the files a process polls (a run's prune_at bound and resume.json, a worker's job), the
-// report's files and `batchlab results export --out`. The runner keeps its own copy
-// (runner/worker_loop.cc: the pid in the temporary's name, for ranks sharing a folder).
+// Used for the files a process polls (a run's prune_at bound and resume.json, a worker's job and
+// its answers), the report's files, `batchlab results export --out`, the runner's checkpoints
+// (durable) and its decoded-dataset cache (a unique temporary: several ranks write the same file).
 //
 //   BATCHLAB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/prune_at", text));
 //   BATCHLAB_RETURN_IF_ERROR(WriteFileAtomically(
 //       out, [&](std::FILE* f) { return WriteRows(rows, f); }, ".partial"));
+//   AtomicWrite how;  how.durable = true;
+//   BATCHLAB_RETURN_IF_ERROR(WriteFileAtomically(path, write_shards, how));
 //
 // Errors: kFailedPrecondition when the temporary cannot be created (no such folder, no
-// permission); kInternal when writing, closing or renaming it fails; or the error `write` returns.
+// permission, a unique temporary that exists); kInternal when writing, syncing, closing or
+// renaming it fails; or the error `write` returns.
 #ifndef BATCHLAB_BASE_ATOMIC_FILE_H_
 #define BATCHLAB_BASE_ATOMIC_FILE_H_
 
@@ -22,6 +25,22 @@
 #include "base/status.h"
 
 namespace batchlab {
+
+// How the temporary is named and how far the write is made to last.
+struct AtomicWrite {
+  std::string temp_suffix = ".tmp";  // the temporary is `path` + temp_suffix
+  // + "-<pid>-<n>", created exclusively: writers of the same path in other processes (ranks on
+  // one folder) or threads never share a temporary.
+  bool unique_temp = false;
+  // fsync the file before the rename and its folder after: the new content survives a crash of
+  // the machine, not only of the process.
+  bool durable = false;
+};
+
+Status WriteFileAtomically(const std::string& path, const std::function<Status(std::FILE*)>& write,
+                           const AtomicWrite& how);
+Status WriteFileAtomically(const std::string& path, const std::string& text,
+                           const AtomicWrite& how);
 
 Status WriteFileAtomically(const std::string& path, const std::string& text,
                            const std::string& temp_suffix = ".tmp");

@@ -1,17 +1,15 @@
 // Checkpoint files (see checkpoint_file.h).
 #include "runner/checkpoint_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 
 #include <fmt/core.h>
+
+#include "base/atomic_file.h"
 
 namespace batchlab::runner {
 namespace {
@@ -51,18 +49,11 @@ uint64_t GetU64(const char* p) {
   return v;
 }
 
-// Writes all of `data` to `fd`, retrying short writes; false (errno set) on error.
-bool WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
+
+AtomicWrite Durable() {
+  AtomicWrite how;
+  how.durable = true;
+  return how;
 }
 
 }  // namespace
@@ -121,34 +112,26 @@ int64_t WriteCheckpointFile(const std::string& path, nlohmann::json header,
   PutU64(head, text.size());
   head += text;
 
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw std::runtime_error(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
-  }
-  uint64_t hash = Fnv1a64(head.data(), head.size());
-  bool ok = WriteAll(fd, head.data(), head.size());
-  for (size_t i = 0; ok && i < data.size(); ++i) {
-    const auto* p = static_cast<const char*>(data[i].data_ptr());
-    const size_t n = data[i].numel() * data[i].element_size();
-    hash = Fnv1a64(p, n, hash);
-    ok = WriteAll(fd, p, n);
-  }
+  // The header, every tensor's bytes and the hash of all of them; durable (fsync'ed, and the
+  // rename too): a checkpoint must outlive the machine's crash, not only the run's.
   std::string tail;
-  PutU64(tail, hash);
-  ok = ok && WriteAll(fd, tail.data(), tail.size()) && ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = ok ? errno : saved;
-    std::remove(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(err)));
-  }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  if (const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY); dfd >= 0) {
-    ::fsync(dfd);  // the rename itself survives a crash
-    ::close(dfd);
-  }
+  const Status written = WriteFileAtomically(
+      path,
+      [&](std::FILE* file) {
+        uint64_t hash = Fnv1a64(head.data(), head.size());
+        std::fwrite(head.data(), 1, head.size(), file);  // a short write shows in ferror
+        for (const torch::Tensor& t : data) {
+          const auto* p = static_cast<const char*>(t.data_ptr());
+          const size_t n = t.numel() * t.element_size();
+          hash = Fnv1a64(p, n, hash);
+          std::fwrite(p, 1, n, file);
+        }
+        PutU64(tail, hash);
+        std::fwrite(tail.data(), 1, tail.size(), file);
+        return OkStatus();
+      },
+      Durable());
+  if (!written.ok()) throw std::runtime_error(written.message());
   return static_cast<int64_t>(head.size() + offset + tail.size());
 }
 

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
+
 namespace batchlab::runner {
 namespace {
 
@@ -61,31 +63,21 @@ class RunOutput {
   int saved_out_, saved_err_;
 };
 
-}  // namespace
-
-bool WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+// Writes `text` to `path` through a temporary of this process's own (the ranks of a job share the
+// folder) and a rename: the orchestrator reads all of it or nothing.
+bool Publish(const std::string& path, const std::string& text) {
+  AtomicWrite how;
+  how.unique_temp = true;
+  return WriteFileAtomically(path, text, how).ok();
 }
+
+}  // namespace
 
 int RunWorkerLoop(const std::string& dir, int rank,
                   const std::function<int(const std::string& config_path)>& run_config,
                   const WorkerLoopOptions& options) {
   const std::string suffix = ".rank" + std::to_string(rank);
-  if (!WriteFileAtomically(dir + "/ready" + suffix, std::to_string(::getpid()) + "\n")) {
+  if (!Publish(dir + "/ready" + suffix, std::to_string(::getpid()) + "\n")) {
     std::cerr << "batchlab-runner[rank " << rank << "]: --worker: cannot write in " << dir << "\n";
     return 1;
   }
@@ -116,7 +108,7 @@ int RunWorkerLoop(const std::string& dir, int rank,
       output.Back();
       if (::chdir(dir.c_str()) != 0) code = code == 0 ? 1 : code;
     }
-    if (!WriteFileAtomically(dir + "/done-" + std::to_string(n) + suffix,
+    if (!Publish(dir + "/done-" + std::to_string(n) + suffix,
                              std::to_string(code) + "\n")) {
       return 1;  // the orchestrator could not learn the outcome: end, so it sees the worker die
     }

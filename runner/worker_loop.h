@@ -32,10 +32,6 @@ int RunWorkerLoop(const std::string& dir, int rank,
                   const std::function<int(const std::string& config_path)>& run_config,
                   const WorkerLoopOptions& options = {});
 
-// Writes `text` to `path` through a temporary file and a rename (readers see all or nothing).
-// Returns false on any failure.
-bool WriteFileAtomically(const std::string& path, const std::string& text);
-
 }  // namespace batchlab::runner
 
 #endif  // BATCHLAB_RUNNER_WORKER_LOOP_H_

@@ -16,7 +16,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +24,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/atomic_file.h"
 #include "runner/runner_error.h"
 
 namespace batchlab::runner {
@@ -75,17 +75,6 @@ struct Cursor {
 template <class T>
 void Put(std::string& out, T value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-
-bool WriteAll(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    const ssize_t got = ::write(fd, data, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    data += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
 }
 
 uint64_t Fnv1a(const std::string& s) {
@@ -259,35 +248,26 @@ bool DecodedCache::Write(const std::string& key, const std::vector<torch::Tensor
 
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  static std::atomic<int> counter{0};
-  const std::string path = PathFor(key);
-  const std::string tmp =
-      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *why = "cannot create \"" + tmp + "\": " + std::strerror(errno);
-    return false;
-  }
-  bool written = WriteAll(fd, header.data(), header.size());
-  at = 0;
-  for (const torch::Tensor& t : tensors) {
-    written = written && WriteAll(fd, kZeros, RoundUp(at, 64) - at);
-    at = RoundUp(at, 64);
-    written = written && WriteAll(fd, static_cast<const char*>(t.data_ptr()), t.nbytes());
-    at += t.nbytes();
-  }
-  const int write_errno = errno;
-  if (::close(fd) != 0 || !written) {
-    ::unlink(tmp.c_str());
-    *why = "cannot write \"" + tmp + "\": " + std::strerror(written ? errno : write_errno);
-    return false;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {  // atomic: readers see all of it or none
-    *why = "cannot rename into \"" + path + "\": " + std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  return true;
+  // Readers see all of it or none; every rank may write the same file at once, each through a
+  // temporary of its own.
+  AtomicWrite how;
+  how.unique_temp = true;
+  const Status written = WriteFileAtomically(
+      PathFor(key),
+      [&](std::FILE* file) {
+        std::fwrite(header.data(), 1, header.size(), file);  // a short write shows in ferror
+        uint64_t offset = 0;
+        for (const torch::Tensor& t : tensors) {
+          std::fwrite(kZeros, 1, RoundUp(offset, 64) - offset, file);
+          offset = RoundUp(offset, 64);
+          std::fwrite(t.data_ptr(), 1, t.nbytes(), file);
+          offset += t.nbytes();
+        }
+        return OkStatus();
+      },
+      how);
+  if (!written.ok()) *why = written.message();
+  return written.ok();
 }
 
 }  // namespace batchlab::runner
