@@ -17,7 +17,7 @@ schedule is a constant batch.
 
 import collections
 
-from .lr import llround
+from .lr import llround, smallest_limit
 
 # batch: the global batch of the step; samples_before: training samples seen before it;
 # segment: 0 = first_batch, i + 1 = batch_sizes[i].
@@ -106,20 +106,14 @@ def total_steps(schedule, budget_steps=0, budget_epochs=0.0, budget_samples=0,
     at least 1; a samples limit is reached at steps_for(samples); an epochs limit is
     round(epochs x epoch_samples) samples (epoch_samples: the rows all ranks together read in one
     pass; 0 ignores an epochs limit). 0 = a seconds budget only."""
-    total = 0
-
-    def limit(steps):
-        nonlocal total
-        steps = max(steps, 1)
-        total = steps if total == 0 else min(total, steps)
-
+    limits = []
     if budget_steps > 0:
-        limit(budget_steps)
+        limits.append(budget_steps)
     if budget_samples > 0:
-        limit(schedule.steps_for(budget_samples))
+        limits.append(schedule.steps_for(budget_samples))
     if budget_epochs > 0 and epoch_samples > 0:
-        limit(schedule.steps_for(llround(float(budget_epochs) * float(epoch_samples))))
-    return total
+        limits.append(schedule.steps_for(llround(float(budget_epochs) * float(epoch_samples))))
+    return smallest_limit(limits)
 
 
 def data_cursor(schedule, world_size, shard_rows, steps):

@@ -40,26 +40,27 @@ def steps_per_epoch(train_samples, world_size, local_batch_size):
     return spe
 
 
+def smallest_limit(limits):
+    """The run's steps from its budget's limits in steps: the smallest, each at least 1; 0 when
+    there is none (a seconds budget only). As both run_values::TotalSteps overloads take it."""
+    return min((max(steps, 1) for steps in limits), default=0)
+
+
 def total_steps(budget_steps, budget_epochs, budget_samples, batch_size, spe):
     """The step budget (0 = a seconds budget only): the smallest of the step, epoch and sample
-    limits, each at least 1 (runner/trainer.cc). `spe` 0 = unknown (an epochs budget needs it)."""
-    total = 0
-
-    def limit(steps):
-        nonlocal total
-        steps = max(steps, 1)
-        total = steps if total == 0 else min(total, steps)
-
+    limits, each at least 1 (run_values::TotalSteps). `spe` 0 = unknown (an epochs budget needs
+    it)."""
+    limits = []
     if budget_steps > 0:
-        limit(budget_steps)
+        limits.append(budget_steps)
     if budget_epochs > 0:
         if spe <= 0:
             raise ConfigError("budget.epochs: the number of steps per epoch is unknown; tell the "
                               "client the training set size: run.steps(train_samples=N)")
-        limit(llround(budget_epochs * float(spe)))
+        limits.append(llround(budget_epochs * float(spe)))
     if budget_samples > 0:
-        limit((budget_samples + batch_size - 1) // batch_size)
-    return total
+        limits.append((budget_samples + batch_size - 1) // batch_size)
+    return smallest_limit(limits)
 
 
 def _scale_by_rule(c, global_batch):
