@@ -1,8 +1,8 @@
 // How the ranks of a collective run combine a step's work (comm.sync allreduce, lag, local_sgd;
 // docs/sync.md): one StepExchange per mode, made once from the parsed SyncMode, owning the mode's
 // state (buckets, the gradient in flight, the last average) and saving it into checkpoints. The
-// parameter-server modes (async_ps, backup) run a loop of their own (trainer_ps.cc), not an
-// exchange.
+// parameter-server modes (async_ps, backup) run loops of their own (trainer_ps.cc), with their
+// messages and update rules in sync/parameter_server.h, not an exchange.
 //
 // Every mode also carries the step's shared values (loss, elapsed seconds, the stop and preempt
 // requests), so every rank sees the same values and takes the same decisions at the same step:

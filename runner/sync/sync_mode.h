@@ -16,8 +16,8 @@ enum class SyncMode {
   kAllreduce,  // gradients averaged every step (gradient_buckets.h)
   kLag,        // one-step-stale gradients (sync/lagged_gradient.h)
   kLocalSgd,   // parameters averaged every comm.sync_every steps (sync/parameter_average.h)
-  kAsyncPs,    // rank 0 a parameter server, first gradient wins (trainer_ps.cc)
-  kBackup,     // rank 0 a parameter server, the slowest backup_workers dropped (trainer_ps.cc)
+  kAsyncPs,    // rank 0 a parameter server, first gradient wins (sync/parameter_server.h)
+  kBackup,     // rank 0 a parameter server, the slowest backup_workers dropped (the same)
 };
 
 inline SyncMode ParseSyncMode(const std::string& name) {
