@@ -160,6 +160,13 @@ class SlurmLauncher final : public Launcher {
           << "  MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
           << "  export MASTER_ADDR\n"
           << "fi\n"
+          << "# Open MPI's session folder, one per job: the mpiruns of two jobs that start and end\n"
+          << "# on one node at once race on the shared /tmp/ompi.<node>.<uid> (orte_session_dir)\n"
+          << "if [ -n \"$SLURM_JOB_ID\" ] && [ -z \"$OMPI_MCA_orte_tmpdir_base\" ]; then\n"
+          << "  OMPI_MCA_orte_tmpdir_base=\"${TMPDIR:-/tmp}/batchlab-ompi.$SLURM_JOB_ID\"\n"
+          << "  export OMPI_MCA_orte_tmpdir_base\n"
+          << "  mkdir -p \"$OMPI_MCA_orte_tmpdir_base\"\n"
+          << "fi\n"
           << "exec \"$@\"\n";
       if (!out) return InternalError(fmt::format("cannot write {}", script));
     }
