@@ -76,18 +76,4 @@ Status WriteFileAtomically(const std::string& path, const std::string& text,
       how);
 }
 
-Status WriteFileAtomically(const std::string& path, const std::function<Status(std::FILE*)>& write,
-                           const std::string& temp_suffix) {
-  AtomicWrite how;
-  how.temp_suffix = temp_suffix;
-  return WriteFileAtomically(path, write, how);
-}
-
-Status WriteFileAtomically(const std::string& path, const std::string& text,
-                           const std::string& temp_suffix) {
-  AtomicWrite how;
-  how.temp_suffix = temp_suffix;
-  return WriteFileAtomically(path, text, how);
-}
-
 }  // namespace batchlab

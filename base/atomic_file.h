@@ -7,8 +7,9 @@
 // (durable) and its decoded-dataset cache (a unique temporary: several ranks write the same file).
 //
 //   BATCHLAB_RETURN_IF_ERROR(WriteFileAtomically(dir + "/prune_at", text));
+//   AtomicWrite partial;  partial.temp_suffix = ".partial";
 //   BATCHLAB_RETURN_IF_ERROR(WriteFileAtomically(
-//       out, [&](std::FILE* f) { return WriteRows(rows, f); }, ".partial"));
+//       out, [&](std::FILE* f) { return WriteRows(rows, f); }, partial));
 //   AtomicWrite how;  how.durable = true;
 //   BATCHLAB_RETURN_IF_ERROR(WriteFileAtomically(path, write_shards, how));
 //
@@ -38,16 +39,9 @@ struct AtomicWrite {
 };
 
 Status WriteFileAtomically(const std::string& path, const std::function<Status(std::FILE*)>& write,
-                           const AtomicWrite& how);
+                           const AtomicWrite& how = {});
 Status WriteFileAtomically(const std::string& path, const std::string& text,
-                           const AtomicWrite& how);
-
-Status WriteFileAtomically(const std::string& path, const std::string& text,
-                           const std::string& temp_suffix = ".tmp");
-
-// The same with the content streamed by `write` into the open temporary.
-Status WriteFileAtomically(const std::string& path, const std::function<Status(std::FILE*)>& write,
-                           const std::string& temp_suffix = ".tmp");
+                           const AtomicWrite& how = {});
 
 }  // namespace batchlab
 

@@ -115,13 +115,15 @@ Status RunExport(const CliContext& ctx, const ResultsArgs& a) {
         fmt::format("--out {}: is a folder; give the path of the file to write", a.out));
   }
   StatusOr<int64_t> rows = int64_t{0};
+  AtomicWrite partial;  // `<out>.partial` until every row is written
+  partial.temp_suffix = ".partial";
   const Status written = WriteFileAtomically(
       a.out,
       [&](std::FILE* file) {
         rows = results::WriteRows(st, format, file);
         return rows.status();
       },
-      ".partial");
+      partial);
   if (!rows.ok()) return rows.status();  // the query's own error, as it is
   if (!written.ok()) {
     return Status(written.code(), fmt::format("--out {}: {}", a.out, written.message()));
