@@ -91,7 +91,7 @@ Status CheckChildren(const Field& f, const json& v, const std::string& where,
     const std::string sub = JoinPath(where, it.key());
     const Field* child = f.Child(it.key());
     // model, data of the built-in runner: a key not declared here is a registered model's or
-    // dataset's own field (runner/own_fields.h), judged by batchlab-runner --validate-batch.
+    // dataset's own field (runner/config/own_fields.h), judged by batchlab-runner --validate-batch.
     if (child == nullptr && f.users_own_object) continue;
     if (child == nullptr) {
       return InvalidArgumentError(

@@ -34,7 +34,7 @@ struct D : Field {
     return std::move(*this);
   }
   // model, data: a user program's own object; for the built-in runner, its declared children plus
-  // the chosen registered model's or dataset's own fields (runner/own_fields.h: the runner judges
+  // the chosen registered model's or dataset's own fields (runner/config/own_fields.h: the runner judges
   // those, config_check.cc lets them through).
   D&& UsersOwnObject() && {
     users_own_object = true;

@@ -3,7 +3,7 @@
 // one entry here: its dotted path, type, range or allowed values, default, one-line meaning, and
 // who reads it. Everything else is made from this table:
 //   - the orchestrator's checks of a spec (base, axes, random) and of each resolved config
-//     (config_check.h, used by orchestrator/config_schema.h),
+//     (config_check.h, used by orchestrator/spec/config_schema.h),
 //   - the defaults written into every resolved config, so a run id covers every value a run uses
 //     (Defaults below),
 //   - `$defs/config` of sweeps/spec.schema.json and the field table of docs/spec.md

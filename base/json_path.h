@@ -1,5 +1,5 @@
 // JSON paths and strings in messages, safe for hostile keys: shared by the spec parser
-// (orchestrator/json_guard.h) and the run config's checks (config_check.h).
+// (orchestrator/spec/json_guard.h) and the run config's checks (config_check.h).
 //
 //   JoinPath("base", "lr")      // base.lr
 //   JoinPath("base", "a\nb")    // base["a\nb"]

@@ -1,6 +1,6 @@
 // A process of a batchlab job (a rank, or the program a rank runs) ends with the launcher that
 // started it. The local launcher tags every process of a job with BATCHLAB_ATTEMPT_DIR (found
-// again through /proc after a crash, orchestrator/job_processes.h) and has the job's first
+// again through /proc after a crash, orchestrator/process/job_processes.h) and has the job's first
 // process (mpirun) get SIGTERM when the orchestrator dies; mpirun, however, may exit on that
 // SIGTERM without stopping its ranks (Open MPI 4.1 whose stderr pipe has no reader), which then
 // train on unwatched. So each tagged process also asks for SIGTERM when its own parent dies:

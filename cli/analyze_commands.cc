@@ -1,6 +1,6 @@
 // `batchlab analyze gns|target|crit|pareto|sync|scaling|project|recommend --sweep NAME
 // [--format table|csv|json]`: loads one sweep read-only and prints one analysis section
-// (analysis/study.h); each subcommand has only the flags its section reads.
+// (analysis/sections/study.h); each subcommand has only the flags its section reads.
 //
 //   batchlab --db batchlab.db analyze crit --sweep quickstart --target 'test_accuracy>=0.85'
 //   batchlab analyze project --sweep quickstart --profile ib-400g --format json
@@ -11,12 +11,12 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
-#include "analysis/cbs_section.h"
-#include "analysis/recommendation.h"
-#include "analysis/schedule_compare.h"
-#include "analysis/study.h"
-#include "analysis/sweep_data.h"
-#include "analysis/sync_modes.h"
+#include "analysis/sections/critical_batch_branched_section.h"
+#include "analysis/sections/recommendation.h"
+#include "analysis/sections/schedule_compare.h"
+#include "analysis/sections/study.h"
+#include "analysis/data/sweep_data.h"
+#include "analysis/sections/sync_modes.h"
 #include "base/run_protocol.h"
 #include "cli/commands.h"
 
@@ -126,7 +126,7 @@ StatusOr<analysis::SweepData> Load(const AnalyzeFlags& f, const std::string& db_
   return sweep;
 }
 
-// `analyze cbs`: the critical batch size over training of a branch study (analysis/cbs_section.h).
+// `analyze cbs`: the critical batch size over training of a branch study (analysis/sections/critical_batch_branched_section.h).
 Status RunCbs(const AnalyzeFlags& f, const std::string& db_path) {
   using namespace analysis;
   CbsSectionOptions o = f.cbs;

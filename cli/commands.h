@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "analysis/study.h"
+#include "analysis/sections/study.h"
 #include "base/status.h"
 
 namespace batchlab::cli {

@@ -9,8 +9,8 @@
 
 #include <fmt/core.h>
 
-#include "orchestrator/live_progress.h"
-#include "orchestrator/signal_watcher.h"
+#include "orchestrator/execute/live_progress.h"
+#include "orchestrator/process/signal_watcher.h"
 #include "results/schema.h"
 #include "results/sweep_progress.h"
 

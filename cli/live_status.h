@@ -1,4 +1,4 @@
-// The live views of a sweep in the terminal (orchestrator/live_progress.h over a read-only
+// The live views of a sweep in the terminal (orchestrator/execute/live_progress.h over a read-only
 // connection): `batchlab sweep status NAME [--watch [SECONDS]] [--all]` and the per-run block
 // under the live line of a running `batchlab sweep run`.
 //
@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 #include "cli/commands.h"
-#include "orchestrator/live_progress.h"
+#include "orchestrator/execute/live_progress.h"
 
 namespace batchlab::cli {
 

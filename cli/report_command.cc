@@ -1,5 +1,5 @@
 // `batchlab report --sweep NAME --out DIR`: every analysis of one sweep as report.html,
-// report.md and one CSV per table (analysis/report.h). Reads the database read-only.
+// report.md and one CSV per table (analysis/report/report.h). Reads the database read-only.
 //
 //   batchlab --db batchlab.db report --sweep quickstart --out report/
 #include <memory>
@@ -8,8 +8,8 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
-#include "analysis/report.h"
-#include "analysis/sweep_data.h"
+#include "analysis/report/report.h"
+#include "analysis/data/sweep_data.h"
 #include "cli/commands.h"
 
 namespace batchlab::cli {

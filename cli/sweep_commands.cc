@@ -22,18 +22,18 @@
 #include "base/count_text.h"
 #include "cli/commands.h"
 #include "cli/live_status.h"
-#include "orchestrator/config_validation.h"
-#include "orchestrator/expansion.h"
-#include "orchestrator/gpu_slots.h"
-#include "orchestrator/local_launcher.h"
-#include "orchestrator/runner_locator.h"
-#include "orchestrator/scheduler.h"
-#include "orchestrator/signal_watcher.h"
-#include "orchestrator/slurm_launcher.h"
-#include "orchestrator/slurm_preflight.h"
-#include "orchestrator/spec.h"
-#include "orchestrator/sweep_executor.h"
-#include "orchestrator/worker_pool.h"
+#include "orchestrator/spec/config_validation.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/plan/gpu_slots.h"
+#include "orchestrator/launch/local_launcher.h"
+#include "orchestrator/launch/runner_locator.h"
+#include "orchestrator/plan/scheduler.h"
+#include "orchestrator/process/signal_watcher.h"
+#include "orchestrator/launch/slurm_launcher.h"
+#include "orchestrator/launch/slurm_preflight.h"
+#include "orchestrator/spec/spec.h"
+#include "orchestrator/execute/sweep_executor.h"
+#include "orchestrator/launch/worker_pool.h"
 #include "results/database.h"
 #include "results/run_query.h"
 #include "results/schema.h"
@@ -53,14 +53,14 @@ int DefaultSlots() {
 struct RunFlags {
   std::string spec_path;
   int slots = DefaultSlots();
-  std::optional<int> gpus;  // default: this machine's (orchestrator/gpu_slots.h, DetectGpus)
+  std::optional<int> gpus;  // default: this machine's (orchestrator/plan/gpu_slots.h, DetectGpus)
   std::string runs_dir = "runs";
   std::string backend = "local";
   std::string runner;
   std::optional<long long> max_runs;
   bool new_version = false;
   bool no_validate = false;
-  // reuse: warm workers (orchestrator/worker_pool.h; under Slurm, job packing); fresh: cold
+  // reuse: warm workers (orchestrator/launch/worker_pool.h; under Slurm, job packing); fresh: cold
   std::string workers = "reuse";
 };
 

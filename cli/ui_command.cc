@@ -26,13 +26,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "analysis/report.h"
-#include "analysis/sweep_data.h"
-#include "analysis/table.h"
+#include "analysis/report/report.h"
+#include "analysis/data/sweep_data.h"
+#include "analysis/data/table.h"
 #include "cli/commands.h"
 #include "cli/live_status.h"
-#include "orchestrator/live_progress.h"
-#include "orchestrator/signal_watcher.h"
+#include "orchestrator/execute/live_progress.h"
+#include "orchestrator/process/signal_watcher.h"
 #include "results/run_query.h"
 #include "results/schema.h"
 

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "orchestrator/expansion.h"
-#include "orchestrator/spec.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/spec/spec.h"
 #include "results/metrics_line.h"
 
 namespace batchlab::fuzz {

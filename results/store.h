@@ -112,7 +112,7 @@ class Store {
   virtual StatusOr<std::optional<SweepRecord>> LatestSweep(const std::string& name) = 0;
   virtual StatusOr<SweepRecord> CreateSweep(const std::string& name, const std::string& spec_json,
                                             const std::string& spec_hash) = 0;
-  // Records an extended spec (more seeds or axis values, orchestrator/spec_extension.h) on an
+  // Records an extended spec (more seeds or axis values, orchestrator/spec/spec_extension.h) on an
   // existing sweep version, whose new runs then join it.
   virtual Status UpdateSweepSpec(int64_t sweep_id, const std::string& spec_json,
                                  const std::string& spec_hash) = 0;

@@ -1,7 +1,7 @@
 // What a sweep is doing right now, read from the results database without blocking its writer:
 // every run's state and timing, the last step it logged (with the loss there), and its last
 // evaluation (every `test_*` value of that line). The raw facts behind `batchlab sweep status`,
-// the running `sweep run` display and `batchlab ui`; orchestrator/live_progress.h adds the
+// the running `sweep run` display and `batchlab ui`; orchestrator/execute/live_progress.h adds the
 // budget, ETA and the text and JSON forms.
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(auto db, OpenReadOnly("batchlab.db"));

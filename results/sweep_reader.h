@@ -1,7 +1,7 @@
 // The rows of one sweep version that the analysis reads, from one read snapshot of the results
 // database: its runs (run_summary, with the start-line facts and the resolved config), their
 // swept parameters, and the current attempt's metric rows of the wanted names.
-// analysis/sweep_data.cc turns them into RunData; nothing outside results/ writes SQL.
+// analysis/data/sweep_data.cc turns them into RunData; nothing outside results/ writes SQL.
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(auto reader, SweepReader::Open("batchlab.db", "quickstart", 0));
 //   BATCHLAB_ASSIGN_OR_RETURN(std::vector<SweepRunRow> runs, reader->Runs());

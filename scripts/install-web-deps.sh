@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs web/node_modules from the npm registry at the versions pinned in web/package-lock.json:
 # Vega, Vega-Lite and vega-embed (their build/*.min.js are inlined into report.html by
-# analysis/report_html.cc, so a report opens offline as one file) and playwright-core (drives
+# analysis/report/report_html.cc, so a report opens offline as one file) and playwright-core (drives
 # Debian's chromium in tests/browser). Idempotent: skips `npm ci` when node_modules is newer than
 # the lockfile.
 set -euo pipefail

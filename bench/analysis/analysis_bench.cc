@@ -23,8 +23,8 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "analysis/report.h"
-#include "analysis/sweep_data.h"
+#include "analysis/report/report.h"
+#include "analysis/data/sweep_data.h"
 #include "results/database.h"
 #include "results/schema.h"
 #include "results/store.h"

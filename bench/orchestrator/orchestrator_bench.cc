@@ -25,12 +25,12 @@
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/captured_command.h"
-#include "orchestrator/expansion.h"
-#include "orchestrator/local_launcher.h"
-#include "orchestrator/runner_locator.h"
-#include "orchestrator/spec.h"
-#include "orchestrator/sweep_executor.h"
+#include "orchestrator/process/captured_command.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/launch/local_launcher.h"
+#include "orchestrator/launch/runner_locator.h"
+#include "orchestrator/spec/spec.h"
+#include "orchestrator/execute/sweep_executor.h"
 #include "results/store.h"
 
 namespace orch = batchlab::orchestrator;

@@ -29,8 +29,8 @@
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
-#include "runner/communicator.h"
-#include "runner/gradient_buckets.h"
+#include "runner/comm/communicator.h"
+#include "runner/comm/gradient_buckets.h"
 
 namespace {
 

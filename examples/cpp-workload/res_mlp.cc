@@ -3,7 +3,7 @@
 //   [B, F] -> Linear(F -> w) -> blocks x (x + Linear(w -> w)(ReLU(Linear(w -> w)(x)))) -> ReLU
 //          -> Linear(w -> out)                      w = model.hidden[0], blocks = model.blocks
 //
-// model.blocks is the model's own field (runner/own_fields.h): it has no default, so a spec states
+// model.blocks is the model's own field (runner/config/own_fields.h): it has no default, so a spec states
 // it and the run id covers it. The registration is the last line of this file.
 #include <memory>
 #include <string>
@@ -11,8 +11,8 @@
 
 #include <torch/torch.h>
 
-#include "runner/model_registry.h"
-#include "runner/runner_error.h"
+#include "runner/models/model_registry.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {
@@ -60,7 +60,7 @@ std::shared_ptr<Model> MakeResMlp(const ModelConfig& config, const Dataset& data
   return std::make_shared<ResMlp>(data.features(), config.hidden[0], blocks, out, config.bias);
 }
 
-// The one registration line (runner/model_registry.h).
+// The one registration line (runner/models/model_registry.h).
 [[maybe_unused]] const bool registered =
     RegisterModel({"res_mlp",
                    "residual MLP: model.blocks residual blocks of width model.hidden[0]",

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Linear regression with Gaussian noise, whose gradient noise scale is known in closed form: the
-Python twin of the runner's synthetic-linear task (runner/datasets/synthetic_linear.cc,
+Python twin of the runner's synthetic-linear task (runner/data/synthetic_linear.cc,
 docs/runner.md), for checking the client's noise measurement against the truth.
 
   x ~ N(0, I_d),  y = w* . x + sigma e,  e ~ N(0, 1),  |w*| = 1

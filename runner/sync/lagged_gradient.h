@@ -16,7 +16,7 @@
 
 #include <torch/torch.h>
 
-#include "runner/communicator.h"
+#include "runner/comm/communicator.h"
 
 namespace batchlab::runner {
 

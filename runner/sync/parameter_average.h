@@ -14,7 +14,7 @@
 
 #include <torch/torch.h>
 
-#include "runner/communicator.h"
+#include "runner/comm/communicator.h"
 
 namespace batchlab::runner {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <thread>
 
-#include "runner/runner_error.h"
+#include "runner/config/runner_error.h"
 #include "runner/sync/flat_tensors.h"
 
 namespace batchlab::runner {

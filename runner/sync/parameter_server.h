@@ -40,8 +40,8 @@
 #include <torch/torch.h>
 
 #include "base/run_protocol.h"
-#include "runner/communicator.h"
-#include "runner/sync/sync_mode.h"
+#include "runner/comm/communicator.h"
+#include "runner/config/sync_mode.h"
 
 namespace batchlab::runner {
 

@@ -1,9 +1,9 @@
 // The collective sync modes' step exchanges (see step_exchange.h).
 #include "runner/sync/step_exchange.h"
 
-#include "runner/gradient_buckets.h"
-#include "runner/optimizer_factory.h"
-#include "runner/runner_error.h"
+#include "runner/comm/gradient_buckets.h"
+#include "runner/optim/optimizer_factory.h"
+#include "runner/config/runner_error.h"
 #include "runner/sync/lagged_gradient.h"
 #include "runner/sync/parameter_average.h"
 

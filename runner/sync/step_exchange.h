@@ -35,9 +35,9 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "runner/checkpoint_file.h"
-#include "runner/communicator.h"
-#include "runner/sync/sync_mode.h"
+#include "runner/checkpoint/checkpoint_file.h"
+#include "runner/comm/communicator.h"
+#include "runner/config/sync_mode.h"
 
 namespace batchlab::runner {
 

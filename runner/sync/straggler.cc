@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "runner/datasets/shard_sampler.h"
+#include "runner/data/shard_sampler.h"
 
 namespace batchlab::runner {
 namespace {

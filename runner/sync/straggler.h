@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "runner/communicator.h"
+#include "runner/comm/communicator.h"
 
 namespace batchlab::runner {
 

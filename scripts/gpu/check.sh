@@ -98,7 +98,7 @@ corpus=${BATCHLAB_CORPUS:-}
 if [ -z "$corpus" ]; then
   corpus=$out/corpus.txt
   python3 - "$corpus" <<'EOF'
-# The runner's default corpus (runner/datasets/text_file.cc): the standard library's .py files
+# The runner's default corpus (runner/data/text_file.cc): the standard library's .py files
 # in byte order of their paths, the first 6,000,000 bytes.
 import os, sys, sysconfig
 root = sysconfig.get_paths()["stdlib"]

@@ -44,7 +44,7 @@ def check(ok, what):
         FAILED.append(what)
 
 
-# ---- the runner's models, in PyTorch (runner/models.cc, runner/transformer.cc) ----
+# ---- the runner's models, in PyTorch (runner/models/models.cc, runner/models/transformer.cc) ----
 
 class Mlp(nn.Module):
     def __init__(self, inp, hidden, out):

@@ -8,15 +8,15 @@
 //   c    256  1  40     0.3     12       12      2.56e8          1.024e10
 // In rank-seconds b beats a and c on both axes: the frontier is {b} and the least compute is b.
 // In FLOPs a is the cheapest (6.4e9) and b the fastest: the frontier is {b, a}, least compute a.
-#include "analysis/compute_unit.h"
+#include "analysis/estimators/compute_unit.h"
 
 #include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "analysis/recommendation.h"
-#include "analysis/study.h"
+#include "analysis/sections/recommendation.h"
+#include "analysis/sections/study.h"
 
 namespace batchlab::analysis {
 namespace {

@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "analysis/gradient_noise.h"
-#include "analysis/sweep_data.h"
+#include "analysis/estimators/gradient_noise.h"
+#include "analysis/data/sweep_data.h"
 #include "tests/analysis/synthetic_sweep.h"
 
 namespace batchlab::analysis {

@@ -1,5 +1,5 @@
 // Gradient noise scale against the noisy quadratic model, whose B_simple is known exactly.
-#include "analysis/gradient_noise.h"
+#include "analysis/estimators/gradient_noise.h"
 
 #include <cmath>
 

@@ -17,7 +17,7 @@
 #include <random>
 #include <vector>
 
-#include "analysis/gradient_noise.h"
+#include "analysis/estimators/gradient_noise.h"
 
 namespace batchlab::analysis::testing {
 

@@ -1,5 +1,5 @@
 // Pareto frontier on a hand-checkable set.
-#include "analysis/pareto.h"
+#include "analysis/estimators/pareto.h"
 
 #include <cmath>
 #include <limits>

@@ -1,5 +1,5 @@
 // The projection model at points computed by hand.
-#include "analysis/projection.h"
+#include "analysis/estimators/projection.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 // With B_crit = 400, c = 1e-4 s, o = m = 0.01 s: B* = 200 on one rank (0.09 S_min s) and 400 on
 // two (0.08 S_min s), so "time" picks B=400 K=2, while "compute" (K t) and "balanced"
 // (t · K t) pick B=200 K=1.
-#include "analysis/recommendation.h"
+#include "analysis/sections/recommendation.h"
 
 #include <cmath>
 #include <string>

@@ -2,7 +2,7 @@
 // lr=0.05 K=4 run diverges at step 5, B=32 lr=0.05 K=4 is pending; gns_* logged for K > 1):
 // every run is drawn (no cap), runs that never reached the target are drawn as such, points
 // carry run and config for the hover, and each chart has a reading from the numbers.
-#include "analysis/report_charts.h"
+#include "analysis/report/report_charts.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "analysis/sweep_data.h"
+#include "analysis/data/sweep_data.h"
 #include "tests/analysis/synthetic_sweep.h"
 
 namespace batchlab::analysis {

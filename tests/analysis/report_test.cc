@@ -1,6 +1,6 @@
 // The report of the synthetic sweep: files written, numbers consistent with the analyses, the
 // database untouched, and text that cannot break the HTML or CSV.
-#include "analysis/report.h"
+#include "analysis/report/report.h"
 
 #include <filesystem>
 #include <fstream>
@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "analysis/study.h"
-#include "analysis/sweep_data.h"
+#include "analysis/sections/study.h"
+#include "analysis/data/sweep_data.h"
 #include "tests/analysis/synthetic_sweep.h"
 
 namespace batchlab::analysis {

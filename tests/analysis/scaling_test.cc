@@ -1,5 +1,5 @@
 // Scaling efficiency and the ring-allreduce α–β fit against known values.
-#include "analysis/scaling.h"
+#include "analysis/estimators/scaling.h"
 
 #include <cmath>
 #include <cstdio>

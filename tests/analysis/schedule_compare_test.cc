@@ -1,8 +1,8 @@
-// analysis/schedule_compare.h on a sweep built by hand: a scheduled run and two constant runs
+// analysis/sections/schedule_compare.h on a sweep built by hand: a scheduled run and two constant runs
 // whose steps, samples, target and losses are stated, so every figure has a known value.
 #include <gtest/gtest.h>
 
-#include "analysis/schedule_compare.h"
+#include "analysis/sections/schedule_compare.h"
 
 namespace batchlab::analysis {
 namespace {

@@ -2,14 +2,14 @@
 // + 10 ms per step on every rank, and a ring allreduce with α = 100 µs, β = 1 GB/s on 1e6 fp32
 // parameters. Fitted and held-out errors must be zero on exact data and within the goal with
 // noise; the floor and the projection's smallest local batch must hold.
-#include "analysis/step_model.h"
+#include "analysis/estimators/step_model.h"
 
 #include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
 
-#include "analysis/projection.h"
+#include "analysis/estimators/projection.h"
 
 namespace batchlab::analysis {
 namespace {

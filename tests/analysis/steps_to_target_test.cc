@@ -1,5 +1,5 @@
 // Steps to target per run and the best configuration per batch size.
-#include "analysis/steps_to_target.h"
+#include "analysis/estimators/steps_to_target.h"
 
 #include <cmath>
 #include <limits>

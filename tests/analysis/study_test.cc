@@ -1,6 +1,6 @@
 // The study sections on in-memory sweeps: the GNS window (--at-step), the median over runs, and
 // the critical-batch section fed by the target section.
-#include "analysis/study.h"
+#include "analysis/sections/study.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
 // Loading a sweep from a real results database written through the results Store.
-#include "analysis/sweep_data.h"
+#include "analysis/data/sweep_data.h"
 
 #include <gtest/gtest.h>
 
-#include "analysis/gradient_noise.h"
-#include "analysis/steps_to_target.h"
+#include "analysis/estimators/gradient_noise.h"
+#include "analysis/estimators/steps_to_target.h"
 #include "tests/analysis/synthetic_sweep.h"
 
 namespace batchlab::analysis {

@@ -1,5 +1,5 @@
-// analysis/sync_modes.h on hand-made runs whose hits and per-step metrics are known.
-#include "analysis/sync_modes.h"
+// analysis/sections/sync_modes.h on hand-made runs whose hits and per-step metrics are known.
+#include "analysis/sections/sync_modes.h"
 
 #include <gtest/gtest.h>
 

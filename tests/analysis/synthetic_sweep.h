@@ -31,7 +31,7 @@
 
 #include <fmt/core.h>
 
-#include "analysis/scaling.h"
+#include "analysis/estimators/scaling.h"
 #include "results/store.h"
 #include "tests/analysis/noisy_quadratic.h"
 #include "tests/support/temp_dir.h"

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/stderr_copier.h"
+#include "orchestrator/process/stderr_copier.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 

@@ -5,11 +5,11 @@ is base/run_values.cc itself: every step's batch, samples before and segment, th
 a step, the steps for a number of samples, the largest batch and the total steps of budgets in
 steps, samples and epochs must be identical. Malformed `batch_schedule` values must get the
 runner's declared-field message (base/config_check.cc through the same tool).
-RunnerMessagesTest: the runner's CheckBatchSchedule messages (runner/run_config.cc), word for
+RunnerMessagesTest: the runner's CheckBatchSchedule messages (runner/config/run_config.cc), word for
 word; against batchlab-runner --validate itself when BATCHLAB_RUNNER_BIN is a runner that knows
 batch_schedule.
 DataCursorTest: the data position under a schedule against a step-by-step copy of the runner's
-sampler (runner/datasets/shard_sampler.cc).
+sampler (runner/data/shard_sampler.cc).
 """
 import json
 import os
@@ -126,7 +126,7 @@ class ArithmeticParityTest(unittest.TestCase):
         self.assertEqual(sum(1 for w in want if not w["error"]), 2)
 
 
-# runner/run_config.cc CheckBatchSchedule, for configs the declared checks pass.
+# runner/config/run_config.cc CheckBatchSchedule, for configs the declared checks pass.
 RUNNER_MESSAGES = [
     ({"batch_size": 8, "batch_schedule": {"at_samples": [100, 200], "batch_sizes": [16]}}, 1,
      "batch_schedule.batch_sizes: 1 batch sizes for 2 switch points (at_samples); give one batch "
@@ -155,7 +155,7 @@ class RunnerMessagesTest(TempDirTest):
                 self.assertEqual(client_error(dict(raw, budget={"steps": 5}), world), message)
 
     def test_the_messages_are_still_the_runners(self):
-        # The fixed parts of each message, as runner/run_config.cc spells them.
+        # The fixed parts of each message, as runner/config/run_config.cc spells them.
         with open(os.path.join(REPO, "runner", "run_config.cc"), encoding="utf-8") as f:
             source = f.read()
         for fragment in ('" batch sizes for "', '" switch points (at_samples); give one batch '

@@ -228,7 +228,7 @@ class FakeProbe:
 
 class BatchScheduleTest(TempDirTest):
     """A run with a batch_schedule: each step's batch, samples, LR and gns batches are the
-    schedule's (runner/trainer.cc), the sizes a program reads change with the step."""
+    schedule's (runner/train/trainer.cc), the sizes a program reads change with the step."""
 
     SCHEDULE = {"at_samples": [200, 500], "batch_sizes": [128, 256]}
 

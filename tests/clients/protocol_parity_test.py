@@ -77,7 +77,7 @@ class ProtocolParityTest(unittest.TestCase):
         self.assertEqual(protocol.PREEMPT_SIGNALS, (int(signal.SIGUSR2), int(signal.SIGTERM)))
 
     def test_the_checkpoint_file_name_is_the_runners(self):
-        # runner/checkpoint_file.cc: fmt::format("step-{:08d}.rank-{}.ckpt", step, rank)
+        # runner/checkpoint/checkpoint_file.cc: fmt::format("step-{:08d}.rank-{}.ckpt", step, rank)
         self.assertEqual(protocol.checkpoint_file_name(40, 1), "step-00000040.rank-1.ckpt")
 
     def test_the_client_spells_protocol_names_only_through_protocol_py(self):

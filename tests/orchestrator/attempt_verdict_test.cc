@@ -1,6 +1,6 @@
 // DecideAttempt without processes (attempt_verdict.h): each rule on its own, then the rules that
 // must hold across every combination of what an attempt can report.
-#include "orchestrator/attempt_verdict.h"
+#include "orchestrator/execute/attempt_verdict.h"
 
 #include <gtest/gtest.h>
 

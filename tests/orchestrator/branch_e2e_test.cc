@@ -105,7 +105,7 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
   EXPECT_EQ(p["b_crit"]["interval_available"], false);
 }
 
-// Exact pruning of branches (orchestrator/branch_pruning.h): with the LR not scaled, the branch at
+// Exact pruning of branches (orchestrator/plan/branch_pruning.h): with the LR not scaled, the branch at
 // k = 8 takes 2 steps where k = 1 takes 16, so its test loss after the same samples is far above
 // k = 1's; once both finished (one slot: smaller k first) the branch at k = 16 cannot change the
 // analysis and is never started. The analysis of the pruned study is the one of the branches kept.

@@ -1,4 +1,4 @@
-// orchestrator/branch_pruning.h: when the branches above some k can no longer change the branch
+// orchestrator/plan/branch_pruning.h: when the branches above some k can no longer change the branch
 // analysis. The rule's claim is checked against the analysis itself: for random branch losses,
 // whenever PrunableAbove says k*, the analysis of every point (its estimate, interval and
 // Merrill's rule) is the same with the branches above k* removed.
@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "analysis/branch_cbs.h"
-#include "orchestrator/branch_pruning.h"
+#include "analysis/estimators/critical_batch_branched.h"
+#include "orchestrator/plan/branch_pruning.h"
 
 namespace batchlab::orchestrator {
 namespace {

@@ -1,4 +1,4 @@
-// A branch study's spec section and expansion (orchestrator/branch_study.h): the trunk keeps its
+// A branch study's spec section and expansion (orchestrator/spec/branch_study.h): the trunk keeps its
 // run id and gets the branch points as kept checkpoints; every (point, k, seed) is a branch with
 // batch k x B0, the trunk's LR at the point scaled by the rule, the same Δ samples, no target and
 // the trunk's id in its config; bad input names the field and the fix.
@@ -7,8 +7,8 @@
 #include <cmath>
 #include <set>
 
-#include "orchestrator/expansion.h"
-#include "orchestrator/run_identity.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/spec/run_identity.h"
 
 namespace batchlab::orchestrator {
 namespace {

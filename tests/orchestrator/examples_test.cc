@@ -8,9 +8,9 @@
 #include <boost/filesystem.hpp>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/config_schema.h"
-#include "orchestrator/expansion.h"
-#include "orchestrator/spec.h"
+#include "orchestrator/spec/config_schema.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/spec/spec.h"
 
 namespace batchlab::orchestrator {
 namespace {

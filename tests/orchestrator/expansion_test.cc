@@ -1,12 +1,12 @@
 // Expansion: grids, zipped lists, random samples, constraints, seeds, derived values, limits.
-#include "orchestrator/expansion.h"
+#include "orchestrator/spec/expansion.h"
 
 #include <cmath>
 #include <set>
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/run_identity.h"
+#include "orchestrator/spec/run_identity.h"
 
 namespace batchlab::orchestrator {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/spec.h"
+#include "orchestrator/spec/spec.h"
 
 namespace batchlab::orchestrator {
 

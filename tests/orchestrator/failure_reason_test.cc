@@ -1,6 +1,6 @@
 // A failed run's reason is its program's last error line, never a traceback header, a line of
 // ^^^^ markers or mpirun's notice; and the "did you mean" every layer suggests names with.
-#include "orchestrator/failure_reason.h"
+#include "orchestrator/execute/failure_reason.h"
 
 #include <gtest/gtest.h>
 

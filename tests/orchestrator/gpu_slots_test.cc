@@ -1,8 +1,8 @@
-// GPU slots (orchestrator/gpu_slots.h, docs/spec.md "GPU slots"), all without a GPU: the
+// GPU slots (orchestrator/plan/gpu_slots.h, docs/spec.md "GPU slots"), all without a GPU: the
 // scheduler's second resource, the allocator, GPU counting, CUDA_VISIBLE_DEVICES in a run's
 // environment (through a real local launch of a stand-in mpirun), the Slurm GPU request, the
 // spec field's validation and the refusal of a run that needs more GPUs than the pool.
-#include "orchestrator/gpu_slots.h"
+#include "orchestrator/plan/gpu_slots.h"
 
 #include <sys/stat.h>
 
@@ -16,12 +16,12 @@
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/expansion.h"
-#include "orchestrator/local_launcher.h"
-#include "orchestrator/scheduler.h"
-#include "orchestrator/slurm_launcher.h"
-#include "orchestrator/spec.h"
-#include "orchestrator/worker_pool.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/launch/local_launcher.h"
+#include "orchestrator/plan/scheduler.h"
+#include "orchestrator/launch/slurm_launcher.h"
+#include "orchestrator/spec/spec.h"
+#include "orchestrator/launch/worker_pool.h"
 #include "tests/orchestrator/expect_invalid_spec.h"
 #include "tests/orchestrator/temp_dir.h"
 

@@ -1,10 +1,10 @@
 // launch.mpirun_args, launch.env and slurm.sbatch_args: the allow-lists of docs/spec.md accept
 // what cannot break a run's contract and refuse the rest, naming the JSON path.
-#include "orchestrator/launch_options.h"
+#include "orchestrator/spec/launch_options.h"
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/spec.h"
+#include "orchestrator/spec/spec.h"
 
 namespace batchlab::orchestrator {
 namespace {

@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 #include <boost/filesystem.hpp>
 
-#include "orchestrator/local_launcher.h"
-#include "orchestrator/progress.h"
-#include "orchestrator/runner_locator.h"
-#include "orchestrator/slurm_launcher.h"
+#include "orchestrator/launch/local_launcher.h"
+#include "orchestrator/execute/progress.h"
+#include "orchestrator/launch/runner_locator.h"
+#include "orchestrator/launch/slurm_launcher.h"
 #include "tests/orchestrator/temp_dir.h"
 
 namespace batchlab::orchestrator {

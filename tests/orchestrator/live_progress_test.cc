@@ -1,14 +1,14 @@
 // Live progress from a sweep snapshot: a run's total steps from its budget, its ETA from elapsed
 // time and step, elapsed never negative (the old "for -0 s"), the sweep's ETA, the fingerprint,
 // the text table and JSON; and the per-run block under ProgressPrinter's live line.
-#include "orchestrator/live_progress.h"
+#include "orchestrator/execute/live_progress.h"
 
 #include <cstdio>
 #include <string>
 
 #include <gtest/gtest.h>
 
-#include "orchestrator/progress.h"
+#include "orchestrator/execute/progress.h"
 
 namespace batchlab::orchestrator {
 namespace {

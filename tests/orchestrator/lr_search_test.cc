@@ -1,7 +1,7 @@
-// The adaptive LR search's rounds (orchestrator/lr_search.h) and its spec syntax: a coarse log
+// The adaptive LR search's rounds (orchestrator/spec/lr_search.h) and its spec syntax: a coarse log
 // grid, bracketing refinement around the best by the analysis's rule, a deterministic stop, and
 // clear errors naming the field.
-#include "orchestrator/lr_search.h"
+#include "orchestrator/spec/lr_search.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <functional>
 #include <string>
 
-#include "orchestrator/expansion.h"
-#include "orchestrator/spec.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/spec/spec.h"
 
 namespace batchlab::orchestrator {
 namespace {

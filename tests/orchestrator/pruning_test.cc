@@ -1,8 +1,8 @@
-// Exact pruning (orchestrator/pruning.h): the rule's cases by hand, and the claim itself — on
+// Exact pruning (orchestrator/plan/pruning.h): the rule's cases by hand, and the claim itself — on
 // hundreds of random studies played out on a simulated slot pool, the analysis's own
 // BestPerBatchSize and FitCriticalBatch give the identical best-steps table, S_min, E_min and
 // B_crit (values and intervals) with and without pruning, while pruning saves steps.
-#include "orchestrator/pruning.h"
+#include "orchestrator/plan/pruning.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "analysis/critical_batch.h"
-#include "analysis/steps_to_target.h"
+#include "analysis/estimators/critical_batch_fit.h"
+#include "analysis/estimators/steps_to_target.h"
 
 namespace batchlab::orchestrator {
 namespace {

@@ -1,6 +1,6 @@
 // batchlab-rank's mapping from a launcher's variables to torch.distributed's, and a spawned
-// job's exit code (orchestrator/rank_environment.h).
-#include "orchestrator/rank_environment.h"
+// job's exit code (orchestrator/launch/rank_environment.h).
+#include "orchestrator/launch/rank_environment.h"
 
 #include <gtest/gtest.h>
 

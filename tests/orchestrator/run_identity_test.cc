@@ -1,12 +1,12 @@
 // Run ids: stable across key order and whitespace, sensitive to every config value, blind to the
 // per-attempt fields.
-#include "orchestrator/run_identity.h"
+#include "orchestrator/spec/run_identity.h"
 
 #include <gtest/gtest.h>
 
 #include "base/config_fields.h"
-#include "orchestrator/expansion.h"
-#include "orchestrator/spec.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/spec/spec.h"
 
 namespace batchlab::orchestrator {
 namespace {

@@ -1,6 +1,6 @@
 // The executor's table of runs (run_table.h): a slot's defaults and stages, and the database
 // record of a planned run.
-#include "orchestrator/run_table.h"
+#include "orchestrator/execute/run_table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Longest-first packing against its lower bound max(longest, slot-seconds / slots).
-#include "orchestrator/scheduler.h"
+#include "orchestrator/plan/scheduler.h"
 
 #include <random>
 

@@ -1,6 +1,6 @@
-// Pre-flight for --backend slurm (orchestrator/slurm_preflight.h): the partition's capacity from
+// Pre-flight for --backend slurm (orchestrator/launch/slurm_preflight.h): the partition's capacity from
 // sinfo's node lines, and the runs that could never fit it refused with the field to change.
-#include "orchestrator/slurm_preflight.h"
+#include "orchestrator/launch/slurm_preflight.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // by the CTest fixture scripts/slurm/start.sh (SLURM_CONF points at its config). Each run is an
 // sbatch job running mpirun inside the allocation; states and exit codes are read back from
 // Slurm; SIGINT maps to scancel. With --workers reuse (the default) runs of one shape share an
-// allocation (job packing, orchestrator/worker_pool.h).
+// allocation (job packing, orchestrator/launch/worker_pool.h).
 #include <signal.h>
 
 #include <chrono>
@@ -19,8 +19,8 @@
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/captured_command.h"
-#include "orchestrator/slurm_launcher.h"
+#include "orchestrator/process/captured_command.h"
+#include "orchestrator/launch/slurm_launcher.h"
 #include "results/database.h"
 #include "results/schema.h"
 #include "tests/orchestrator/temp_dir.h"
@@ -380,7 +380,7 @@ TEST_F(SlurmTest, ARunChainsThroughAllocationsOnTheTimeLimitSignalWithTheSameLos
 
 TEST_F(SlurmTest, MoreNodesThanThePartitionHasIsRefusedBeforeAnythingIsSubmitted) {
   // The test cluster has one node: a 2-node job would pend with PartitionNodeLimit forever. The
-  // pre-flight (orchestrator/slurm_preflight.h) asks sinfo and refuses the spec: exit 2, the
+  // pre-flight (orchestrator/launch/slurm_preflight.h) asks sinfo and refuses the spec: exit 2, the
   // field named, no job submitted, no run recorded.
   std::string spec = WriteSpec(R"({"name": "slurm-nodes", "base": {"mode": "noop", "batch_size": 64,
       "nodes": 2}, "resources": {"retries": 2}})");

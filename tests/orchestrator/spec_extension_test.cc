@@ -1,5 +1,5 @@
 // Adding seeds or axis values extends a study; any other change needs a new version.
-#include "orchestrator/spec_extension.h"
+#include "orchestrator/spec/spec_extension.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Validation: every error path of the spec parser names its JSON path and what is allowed.
-#include "orchestrator/spec.h"
+#include "orchestrator/spec/spec.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // (SIGTERM, then SIGKILL after the grace period), cancel, resume of an attempt left running by a
 // killed orchestrator, the end line's outcome winning over a hang after it, and attempt folders
 // that are never reused.
-#include "orchestrator/sweep_executor.h"
+#include "orchestrator/execute/sweep_executor.h"
 
 #include <gtest/gtest.h>
 
@@ -18,8 +18,8 @@
 
 #include <fmt/format.h>
 
-#include "orchestrator/expansion.h"
-#include "orchestrator/spec.h"
+#include "orchestrator/spec/expansion.h"
+#include "orchestrator/spec/spec.h"
 #include "results/schema.h"
 #include "results/store.h"
 #include "tests/orchestrator/temp_dir.h"

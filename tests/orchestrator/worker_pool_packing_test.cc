@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/worker_pool.h"
+#include "orchestrator/launch/worker_pool.h"
 #include "tests/orchestrator/temp_dir.h"
 
 namespace batchlab::orchestrator {

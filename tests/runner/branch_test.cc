@@ -1,4 +1,4 @@
-// Branch runs in-process on one rank (runner/branch_start.cc, docs/spec.md "Branch study"): a
+// Branch runs in-process on one rank (runner/train/branch_start.cc, docs/spec.md "Branch study"): a
 // branch starts from the trunk's checkpoint with the trunk's parameters, optimizer state and data
 // position. A branch at k = 1 with the trunk's seed and LR continues the trunk bit for bit; a
 // branch at k = 2 reads the next 2 x B0 rows the trunk would have read; another seed reads the same
@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "runner/checkpoint_file.h"
-#include "runner/datasets/dataset.h"
-#include "runner/runner_error.h"
-#include "runner/trainer.h"
+#include "runner/checkpoint/checkpoint_file.h"
+#include "runner/data/dataset.h"
+#include "runner/config/runner_error.h"
+#include "runner/train/trainer.h"
 
 namespace batchlab::runner {
 namespace {

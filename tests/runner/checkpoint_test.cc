@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "runner/checkpoint_file.h"
-#include "runner/datasets/dataset.h"
-#include "runner/metrics_writer.h"
-#include "runner/preempt_signal.h"
-#include "runner/trainer.h"
+#include "runner/checkpoint/checkpoint_file.h"
+#include "runner/data/dataset.h"
+#include "runner/train/metrics_writer.h"
+#include "runner/train/preempt_signal.h"
+#include "runner/train/trainer.h"
 
 namespace batchlab::runner {
 namespace {

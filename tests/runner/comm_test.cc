@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "runner/communicator.h"
-#include "runner/gradient_buckets.h"
-#include "runner/runner_error.h"
+#include "runner/comm/communicator.h"
+#include "runner/comm/gradient_buckets.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {

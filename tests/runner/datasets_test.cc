@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "runner/datasets/csv_file.h"
-#include "runner/datasets/dataset.h"
-#include "runner/datasets/idx_file.h"
-#include "runner/datasets/shard_sampler.h"
-#include "runner/runner_error.h"
+#include "runner/data/csv_file.h"
+#include "runner/data/dataset.h"
+#include "runner/data/idx_file.h"
+#include "runner/data/shard_sampler.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {

@@ -1,7 +1,7 @@
 // The decoded dataset cache: a stored file gives back the same tensors; truncated, corrupt and
 // stale files are reported as misses; LoadDataset rebuilds a damaged file; a training run on
 // cached data gives the same losses, step by step, as one on freshly decoded data.
-#include "runner/datasets/decoded_cache.h"
+#include "runner/data/decoded_cache.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "runner/datasets/dataset.h"
-#include "runner/trainer.h"
+#include "runner/data/dataset.h"
+#include "runner/train/trainer.h"
 #include "tests/support/temp_dir.h"
 
 namespace batchlab::runner {

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runner/datasets/text_file.h"
-#include "runner/models.h"
-#include "runner/run_config.h"
+#include "runner/data/text_file.h"
+#include "runner/models/models.h"
+#include "runner/config/run_config.h"
 
 namespace {
 

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "runner/datasets/dataset.h"
-#include "runner/datasets/text_file.h"
-#include "runner/models.h"
-#include "runner/runner_error.h"
-#include "runner/trainer.h"
-#include "runner/transformer.h"
+#include "runner/data/dataset.h"
+#include "runner/data/text_file.h"
+#include "runner/models/models.h"
+#include "runner/config/runner_error.h"
+#include "runner/train/trainer.h"
+#include "runner/models/transformer.h"
 
 namespace batchlab::runner {
 namespace {

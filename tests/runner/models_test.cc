@@ -1,9 +1,9 @@
 // Model shapes and sizes from the config, and the cnn's refusal of non-image data.
-#include "runner/models.h"
+#include "runner/models/models.h"
 
 #include <gtest/gtest.h>
 
-#include "runner/runner_error.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {

@@ -8,12 +8,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "runner/fused_sgd.h"
-#include "runner/lamb.h"
-#include "runner/lars.h"
-#include "runner/optimizer_factory.h"
-#include "runner/run_config.h"
-#include "runner/runner_error.h"
+#include "runner/optim/fused_sgd.h"
+#include "runner/optim/lamb.h"
+#include "runner/optim/lars.h"
+#include "runner/optim/optimizer_factory.h"
+#include "runner/config/run_config.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {

@@ -1,6 +1,6 @@
 // Precision names, the bf16 CPU autocast guard on a real LibTorch layer, and the dynamic loss
 // scaler's state machine.
-#include "runner/precision.h"
+#include "runner/config/precision.h"
 
 #include <limits>
 #include <string>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "runner/runner_error.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {

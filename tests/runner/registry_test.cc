@@ -1,16 +1,16 @@
 // The model and dataset registries: the built-ins register through them, a model or dataset
 // registered here (as a user's file would) is found by name, its own fields are checked, a bad
 // name or field is a BadConfig naming the JSON path, and a loader's mistake is caught once.
-#include "runner/model_registry.h"
+#include "runner/models/model_registry.h"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "runner/datasets/dataset_registry.h"
-#include "runner/run_config.h"
-#include "runner/runner_error.h"
+#include "runner/data/dataset_registry.h"
+#include "runner/config/run_config.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {

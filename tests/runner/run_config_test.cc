@@ -1,7 +1,7 @@
 // Strict config parsing from the one declaration (base/config_fields.cc): the runner reads exactly
 // the declared fields, every one reaches RunConfig, absent ones take the declared defaults; every
 // error names its JSON path; derived sizes are checked or filled.
-#include "runner/run_config.h"
+#include "runner/config/run_config.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "base/config_fields.h"
-#include "runner/runner_error.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {
@@ -72,7 +72,7 @@ std::vector<std::string> DeclaredFieldsForTheRunner() {
 
 TEST(RunConfigDeclarationTest, ReadsExactlyTheDeclaredFields) {
   EXPECT_EQ(RunConfigFieldsRead(), DeclaredFieldsForTheRunner())
-      << "runner/run_config.cc's bindings and base/config_fields.cc's declaration differ";
+      << "runner/config/run_config.cc's bindings and base/config_fields.cc's declaration differ";
 }
 
 TEST(RunConfigDeclarationTest, EveryDeclaredFieldReachesRunConfig) {

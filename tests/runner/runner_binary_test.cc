@@ -373,7 +373,7 @@ TEST(TwoRankRunTest, MetricsOfTheMpirunRunFollowTheProtocol) {
 
 }  // namespace
 
-// Warm workers (runner/worker_loop.h): runs handed to a live worker one after another give the
+// Warm workers (runner/train/worker_loop.h): runs handed to a live worker one after another give the
 // same metrics, step by step, as cold runs of the same configs, on one rank and on two.
 class WarmWorkerTest : public RunnerBinaryTest {
  protected:

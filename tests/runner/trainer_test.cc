@@ -1,6 +1,6 @@
 // The training loop in-process on one rank, on real data: determinism, accumulation equivalence,
 // gradient-noise measurement against the closed-form truth, and the stop outcomes.
-#include "runner/trainer.h"
+#include "runner/train/trainer.h"
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "runner/datasets/dataset.h"
-#include "runner/device.h"
-#include "runner/runner_error.h"
+#include "runner/data/dataset.h"
+#include "runner/config/device.h"
+#include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
 namespace {
@@ -72,7 +72,7 @@ TEST(TrainerTest, SameConfigAndSeedGiveTheSameLossCurve) {
   EXPECT_NE(a.losses(), d.losses());
 }
 
-// Where a rank trains (runner/device.h): BATCHLAB_DEVICE picks, and asking for what is not
+// Where a rank trains (runner/config/device.h): BATCHLAB_DEVICE picks, and asking for what is not
 // there fails naming the variable; fp16 (loss scaling) needs a CUDA device; the start line says
 // where and how the run trained.
 TEST(TrainerTest, DeviceChoiceFp16OnTheCpuAndTheStartLine) {

@@ -118,7 +118,7 @@ def total_steps(schedule, budget_steps=0, budget_epochs=0.0, budget_samples=0,
 
 def data_cursor(schedule, world_size, shard_rows, steps):
     """(epoch, batches, rows): where this rank's data stands after `steps` steps, by the runner's
-    sampler (runner/datasets/shard_sampler.cc): each rank keeps `shard_rows` rows per epoch and
+    sampler (runner/data/shard_sampler.cc): each rank keeps `shard_rows` rows per epoch and
     takes step s's local batch (at(s).batch / world_size) from them in order; a step whose local
     batch no longer fits in what is left of the epoch starts the next epoch. `epoch` is the one
     the last step read from (the runner's step-line epoch), `batches` and `rows` what that epoch

@@ -187,7 +187,7 @@ def _did_you_mean(word, candidates):
 def _batch_schedule(raw, world_size, accumulation):
     """`batch_schedule` (docs/spec.md, "Batch-size schedules"): None when absent (a constant
     batch), else {"at_samples": [...], "batch_sizes": [...]}, checked with batchlab-runner's
-    messages (base/config_check.cc for the declared types, runner/run_config.cc
+    messages (base/config_check.cc for the declared types, runner/config/run_config.cc
     CheckBatchSchedule for the rest)."""
     if "batch_schedule" not in raw:
         return None

@@ -1,5 +1,5 @@
 """The learning rate at every step and the run's length, computed exactly as batchlab-runner does
-(base/lr_schedule.cc, runner/trainer.cc; the same floating-point operations in the same order,
+(base/lr_schedule.cc, runner/train/trainer.cc; the same floating-point operations in the same order,
 so the values agree to the last bit: tests/clients/lr_parity_test.py).
 
     s = LrSchedule(cfg.lr, global_batch=4096, total_steps=1000, steps_per_epoch=50)
@@ -31,7 +31,7 @@ def llround(x):
 
 def steps_per_epoch(train_samples, world_size, local_batch_size):
     """The runner's sampler: each rank's shard is floor(N / K) rows; a tail that does not fill a
-    local batch is skipped (runner/datasets/shard_sampler.cc)."""
+    local batch is skipped (runner/data/shard_sampler.cc)."""
     spe = (train_samples // world_size) // local_batch_size
     if spe < 1:
         raise ConfigError(f"batch_size: the local batch of {local_batch_size} is larger than this "

@@ -236,7 +236,7 @@ class Run:
                     sched, cfg.budget_steps, cfg.budget_epochs, cfg.budget_samples,
                     self._shard_rows * cfg.world_size)
             # The LR of a step is the schedule built for that step's batch (lr.rule; warmup and
-            # decay over the run's steps), as runner/trainer.cc LrAt.
+            # decay over the run's steps), as runner/train/trainer.cc LrAt.
             self._schedule = LrSchedule(cfg.lr, cfg.batch_size, self.total_steps,
                                         self.steps_per_epoch)
             self._lr_by_batch = {b: LrSchedule(cfg.lr, b, self.total_steps, self.steps_per_epoch)

@@ -1,0 +1,287 @@
+// The critical batch size over training from branch runs (see critical_batch_branched.h).
+#include "analysis/estimators/critical_batch_branched.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "results/table_writer.h"
+
+namespace batchlab::analysis {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double Mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
+// The k where the gap, linear in log k between grid points, first passes `tol`; +inf when no k
+// exceeds it. `ks` increasing, gaps[0] == 0.
+double Crossing(const std::vector<double>& ks, const std::vector<double>& gaps, double tol) {
+  for (size_t i = 1; i < ks.size(); ++i) {
+    if (gaps[i] > tol) {
+      const double g0 = gaps[i - 1], g1 = gaps[i];
+      // g0 <= tol < g1 (the earlier ones all passed); g0 may lie below 0 (noise).
+      const double t = std::clamp((tol - g0) / (g1 - g0), 0.0, 1.0);
+      return std::exp(std::log(ks[i - 1]) + t * (std::log(ks[i]) - std::log(ks[i - 1])));
+    }
+  }
+  return kInf;
+}
+
+std::string Batch(double b) { return results::FormatNumber(b); }
+
+}  // namespace
+
+StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& options) {
+  // The runs of each k, in increasing k.
+  std::map<double, std::vector<const BranchRun*>> by_k;
+  for (const BranchRun& r : point.runs) {
+    if (r.last_values.empty()) {
+      return FailedPreconditionError(fmt::format(
+          "branch point at trunk step {}: the branch at k = {} (seed {}) has no evaluation",
+          point.at_step, r.multiplier, r.seed));
+    }
+    by_k[r.multiplier].push_back(&r);
+  }
+  if (by_k.size() < 2) {
+    return FailedPreconditionError(fmt::format(
+        "branch point at trunk step {}: {} multiplier(s) finished; the critical batch size needs "
+        "at least 2",
+        point.at_step, by_k.size()));
+  }
+  CbsPoint out;
+  out.trunk_id = point.trunk_id;
+  out.at_step = point.at_step;
+  out.at_samples = point.at_samples;
+  out.trunk_batch = point.trunk_batch;
+  out.lr_factor_by_k = point.lr_factor_by_k;
+  const double b0 = static_cast<double>(point.trunk_batch);
+  std::vector<double> ks, means;
+  bool multi_seed = true;
+  for (const auto& [k, runs] : by_k) {
+    std::vector<double> per_seed;
+    for (const BranchRun* r : runs) per_seed.push_back(Mean(r->last_values));
+    ks.push_back(k);
+    means.push_back(Mean(per_seed));
+    multi_seed = multi_seed && runs.size() >= 2;
+  }
+  bool any_spread = false;  // some k has 2 or more values to resample
+  for (const auto& [k, runs] : by_k) {
+    any_spread = any_spread || runs.size() >= 2 || runs.front()->last_values.size() >= 2;
+  }
+  out.bootstrap = multi_seed ? "seeds and last evaluations"
+                  : any_spread ? "last evaluations"
+                               : "none";
+  std::vector<double> gaps(ks.size());
+  for (size_t i = 0; i < ks.size(); ++i) gaps[i] = means[i] - means[0];
+
+  // Bootstrap replicates: every k's seeds resampled, and each seed's last values. Each k draws
+  // from a stream of its own, so the replicates of the smaller k do not depend on which larger
+  // k exist: an analysis without branches that could not change it (orchestrator/
+  // branch_pruning.h) gives the same interval.
+  std::vector<Resampler> streams;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    streams.emplace_back(options.seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL * (i + 1));
+  }
+  std::vector<std::vector<double>> gap_reps(ks.size());
+  std::vector<double> crossing_reps;
+  std::vector<double> rep_means(ks.size()), rep_gaps(ks.size());
+  for (int b = 0; b < options.resamples; ++b) {
+    size_t i = 0;
+    for (const auto& [k, runs] : by_k) {
+      Resampler& rs = streams[i];
+      double sum = 0;
+      for (size_t s = 0; s < runs.size(); ++s) {
+        const BranchRun* r = runs[runs.size() >= 2 ? rs.Index(runs.size()) : 0];
+        double inner = 0;
+        for (size_t e = 0; e < r->last_values.size(); ++e) {
+          inner += r->last_values[rs.Index(r->last_values.size())];
+        }
+        sum += inner / static_cast<double>(r->last_values.size());
+      }
+      rep_means[i++] = sum / static_cast<double>(runs.size());
+    }
+    for (size_t j = 0; j < ks.size(); ++j) {
+      rep_gaps[j] = rep_means[j] - rep_means[0];
+      gap_reps[j].push_back(rep_gaps[j]);
+    }
+    crossing_reps.push_back(Crossing(ks, rep_gaps, options.tolerance));
+  }
+  size_t i = 0;
+  for (const auto& [k, runs] : by_k) {
+    CbsPerK pk;
+    pk.multiplier = k;
+    pk.batch_size = std::llround(k * b0);
+    pk.seeds = static_cast<int>(runs.size());
+    pk.loss = means[i];
+    pk.gap = i == 0 ? Interval{0, 0, 0, options.confidence,
+                               "the reference batch: gap 0 by definition", ""}
+                    : PercentileInterval(gaps[i], gap_reps[i], options.confidence);
+    out.per_k.push_back(pk);
+    ++i;
+  }
+  // Merrill's rule: the largest k whose gap, and every smaller k's, is within ε.
+  size_t last_ok = 0;
+  while (last_ok + 1 < ks.size() && gaps[last_ok + 1] <= options.tolerance) ++last_ok;
+  out.merrill_batch = out.per_k[last_ok].batch_size;
+  out.merrill_censored = last_ok + 1 == ks.size();
+
+  const double k_max = ks.back();
+  const double crossing = Crossing(ks, gaps, options.tolerance);
+  Interval ci = PercentileInterval(crossing, crossing_reps, options.confidence);
+  out.interval_available = any_spread;
+  out.censored = !std::isfinite(crossing);
+  out.high_open = !std::isfinite(ci.high);
+  out.b_crit.confidence = options.confidence;
+  out.b_crit.value = (out.censored ? k_max : crossing) * b0;
+  out.b_crit.low = (std::isfinite(ci.low) ? ci.low : k_max) * b0;
+  out.b_crit.high = (std::isfinite(ci.high) ? ci.high : k_max) * b0;
+
+  const std::string where = fmt::format("After {} trunk samples", point.at_samples);
+  if (!out.interval_available) {
+    // One value per k: nothing to resample; an interval would have zero width.
+    out.b_crit.low = out.b_crit.high = std::nan("");
+    out.high_open = false;
+  }
+  if (out.censored) {
+    out.reading = fmt::format(
+        "{}, even the largest branch batch {} recovered the smallest's loss within {}: the "
+        "critical batch size is at least {} (censored; add larger multipliers to measure it).",
+        where, Batch(k_max * b0), options.tolerance, Batch(k_max * b0));
+  } else {
+    out.reading = fmt::format(
+        "{}, batches up to about {} ({} x B0) train as well per sample as {} (loss gap within "
+        "{}); {}",
+        where, Batch(out.b_crit.value), results::ProseNumber(crossing), Batch(ks[0] * b0),
+        options.tolerance,
+        out.interval_available
+            ? fmt::format("the critical batch size lies in [{}, {}{}] at {:.0f}% confidence.",
+                          Batch(out.b_crit.low), out.high_open ? "≥ " : "", Batch(out.b_crit.high),
+                          100 * options.confidence)
+            : "no interval: one branch and one evaluation per k (add seeds).");
+  }
+  return out;
+}
+
+std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::string& metric,
+                                            int smooth) {
+  std::map<std::tuple<std::string, int64_t>, BranchPointData> points;
+  for (const RunData& r : sweep.runs) {
+    auto trunk = r.params.find("branch.trunk_run_id");
+    auto step = r.params.find("branch.at_step");
+    auto k = r.params.find("branch.multiplier");
+    if (trunk == r.params.end() || step == r.params.end() || k == r.params.end()) continue;
+    if (r.state != "completed" && r.state != "budget_exhausted" && r.state != "target_reached") {
+      continue;
+    }
+    const Series* s = r.Metric(metric);
+    if (s == nullptr || s->empty()) continue;
+    const std::string id = nlohmann::json::parse(trunk->second).get<std::string>();
+    const int64_t at = std::stoll(step->second);
+    BranchPointData& p = points[{id, at}];
+    p.trunk_id = id;
+    p.at_step = at;
+    if (auto a = r.params.find("branch.at_samples"); a != r.params.end()) {
+      p.at_samples = std::stoll(a->second);
+    }
+    if (auto b = r.params.find("branch.trunk_batch_size"); b != r.params.end()) {
+      p.trunk_batch = std::stoll(b->second);
+    }
+    BranchRun run;
+    run.multiplier = std::stod(k->second);
+    run.seed = r.seed;
+    if (auto f = r.params.find("branch.lr_factor"); f != r.params.end()) {
+      run.lr_factor = std::stod(f->second);
+    }
+    const size_t n = std::min<size_t>(static_cast<size_t>(std::max(1, smooth)), s->size());
+    run.last_values.assign(s->values.end() - static_cast<std::ptrdiff_t>(n), s->values.end());
+    p.runs.push_back(std::move(run));
+  }
+  std::vector<BranchPointData> out;
+  for (auto& [key, p] : points) {
+    ChooseBranchLr(&p);
+    out.push_back(std::move(p));
+  }
+  std::sort(out.begin(), out.end(), [](const BranchPointData& a, const BranchPointData& b) {
+    return std::tie(a.trunk_id, a.at_samples) < std::tie(b.trunk_id, b.at_samples);
+  });
+  return out;
+}
+
+void ChooseBranchLr(BranchPointData* point) {
+  // k -> factor -> (sum of the runs' smoothed losses, runs)
+  std::map<double, std::map<double, std::pair<double, int>>> by_k;
+  for (const BranchRun& r : point->runs) {
+    auto& cell = by_k[r.multiplier][r.lr_factor];
+    cell.first += Mean(r.last_values);
+    ++cell.second;
+  }
+  bool search = false;
+  for (const auto& [k, factors] : by_k) search = search || factors.size() > 1;
+  if (!search) return;
+  for (const auto& [k, factors] : by_k) {
+    double best = factors.begin()->first, best_loss = std::numeric_limits<double>::infinity();
+    for (const auto& [factor, cell] : factors) {
+      const double loss = cell.first / cell.second;
+      if (loss < best_loss) {
+        best_loss = loss;
+        best = factor;
+      }
+    }
+    point->lr_factor_by_k[k] = best;
+  }
+  std::vector<BranchRun> kept;
+  for (BranchRun& r : point->runs) {
+    if (point->lr_factor_by_k[r.multiplier] == r.lr_factor) kept.push_back(std::move(r));
+  }
+  point->runs = std::move(kept);
+}
+
+run_values::BatchSchedule ToRunSchedule(const BatchSchedule& s) {
+  run_values::BatchSchedule r;
+  r.first_batch = s.batches.empty() ? 0 : s.batches.front();
+  r.at_samples.assign(s.from_samples.begin() + (s.from_samples.empty() ? 0 : 1), s.from_samples.end());
+  r.batch_sizes.assign(s.batches.begin() + (s.batches.empty() ? 0 : 1), s.batches.end());
+  return r;
+}
+
+BatchSchedule RecommendSchedule(const std::vector<CbsPoint>& points, int64_t b0,
+                                int64_t total_samples, double margin) {
+  BatchSchedule s;
+  s.total_samples = total_samples;
+  s.from_samples.push_back(0);
+  s.batches.push_back(b0);
+  for (const CbsPoint& p : points) {
+    if (p.at_samples >= total_samples) break;
+    const double allowed = p.b_crit.low / std::max(1.0, margin);
+    int64_t batch = s.batches.back();
+    while (static_cast<double>(batch * 2) <= allowed) batch *= 2;
+    if (batch > s.batches.back()) {
+      // Switch at a whole step of the batch before it.
+      const int64_t prev = s.batches.back();
+      const int64_t at = (p.at_samples + prev - 1) / prev * prev;
+      if (at > s.from_samples.back() && at < total_samples) {
+        s.from_samples.push_back(at);
+        s.batches.push_back(batch);
+      }
+    }
+  }
+  // Steps as the runner takes them (base/run_values.h: a switch at the first step that begins
+  // with at least from_samples seen).
+  s.steps = ToRunSchedule(s).StepsFor(total_samples);
+  s.constant_steps = (total_samples + b0 - 1) / b0;
+  s.saving = s.constant_steps > 0
+                 ? 1.0 - static_cast<double>(s.steps) / static_cast<double>(s.constant_steps)
+                 : 0;
+  return s;
+}
+
+}  // namespace batchlab::analysis

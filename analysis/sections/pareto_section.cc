@@ -1,0 +1,59 @@
+// `batchlab analyze pareto` (see pareto_section.h).
+#include "analysis/sections/pareto_section.h"
+
+#include <fmt/core.h>
+
+#include "analysis/sections/section_format.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+using nlohmann::json;
+
+}  // namespace
+
+ParetoSection AnalyzePareto(const TargetSection& target) {
+  ParetoSection out;
+  out.compute = target.compute;
+  for (const TargetHit& h : target.hits) {
+    if (h.status != HitStatus::kReached) continue;
+    out.points.push_back({h.run_id, h.label, h.seconds, ComputeIn(h, out.compute.unit)});
+    out.hits.push_back(&h);
+  }
+  out.frontier = ParetoFrontier(out.points);
+  return out;
+}
+
+std::vector<Table> ParetoTables(const ParetoSection& p) {
+  const char* unit = ComputeUnitName(p.compute.unit);
+  Table t{"pareto",
+          fmt::format("Pareto frontier: time vs compute ({}) to target", unit),
+          {"rank", "run_id", "run", "train_seconds", "compute", "batch_size", "world_size", "nodes",
+           "lr_rule", "optimizer"},
+          {},
+          {}};
+  int rank = 1;
+  for (size_t i : p.frontier) {
+    const TargetHit& h = *p.hits[i];
+    t.rows.push_back({I(rank++), h.run_id, h.label, ExactNumber(h.seconds),
+                      ExactNumber(p.points[i].compute), I(h.batch_size), I(h.world_size),
+                      I(h.nodes), h.lr_rule, h.optimizer});
+  }
+  t.notes.push_back(fmt::format(
+      "{} of {} runs that reached the target are on the frontier (no other run is both faster "
+      "and cheaper); frontier order: fastest first; {}. {}.",
+      p.frontier.size(), p.points.size(), p.compute.Note(), kTrainSecondsDefinition));
+  return {t};
+}
+
+json ParetoJson(const ParetoSection& p) {
+  json front = json::array();
+  for (size_t i : p.frontier) front.push_back(HitJson(*p.hits[i], p.compute.unit));
+  return {{"compute_unit", ComputeUnitName(p.compute.unit)},
+          {"compute_note", p.compute.Note()},
+          {"frontier", front},
+          {"points", p.points.size()}};
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,242 @@
+// `batchlab analyze project` (see projection_section.h).
+#include "analysis/sections/projection_section.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "analysis/sections/section_format.h"
+
+namespace batchlab::analysis {
+
+namespace {
+
+using nlohmann::json;
+
+}  // namespace
+
+ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection& target,
+                                    const ScalingSection& scaling, const StudyOptions& options) {
+  ProjectionSection out;
+  StatusOr<ClusterProfile> profile = FindClusterProfile(options.profile);
+  if (!profile.ok()) {
+    out.status = profile.status();
+    return out;
+  }
+  out.profile = *profile;
+  if (!(options.device_speedup > 0)) {
+    out.status = InvalidArgumentError(fmt::format(
+        "--device-speedup {} must be positive (1 = the measured machine)", options.device_speedup));
+    return out;
+  }
+  if (options.max_world_size < 1) {
+    out.status = InvalidArgumentError(
+        fmt::format("--max-nodes {} must be at least 1", options.max_world_size));
+    return out;
+  }
+  StatusOr<ComputeModel> compute = FitComputeModel(scaling.timings);
+  if (!compute.ok()) {
+    out.status = compute.status();
+    return out;
+  }
+  out.compute = *compute;
+  out.compute.speedup = options.device_speedup;
+  out.parameters = options.parameters;
+  for (const RunData& r : sweep.runs) {
+    if (out.parameters == 0) out.parameters = r.parameters;
+  }
+  // The step-time model of this machine (per model, measured α–β) and its check against the
+  // measured runs: what every projection is printed beside.
+  out.check = CheckStepModel(scaling.timings);
+  if (StatusOr<StepModel> m = FitStepModel(scaling.timings); m.ok()) out.model = *m;
+  std::set<std::pair<int, int64_t>> measured;
+  std::map<std::string, const RunTiming*> timing_of;  // run id -> its timing
+  double smallest_local = 0;
+  for (const RunTiming& t : scaling.timings) {
+    measured.insert({t.world_size, t.batch_size});
+    timing_of[t.run_id] = &t;
+    const double b = static_cast<double>(t.local_batch_size);
+    if (b > 0 && (smallest_local == 0 || b < smallest_local)) smallest_local = b;
+  }
+  out.min_local_batch =
+      options.min_local_batch > 0 ? static_cast<double>(options.min_local_batch) : smallest_local;
+  if (out.parameters <= 0) {
+    out.status = FailedPreconditionError(
+        "the model size is unknown for this sweep's model; pass --parameters N (the `parameters` "
+        "field of the runner's start line)");
+    return out;
+  }
+  std::vector<StepsAtBatch> steps;
+  std::map<int64_t, ComputeModel> compute_at;
+  for (const BatchBest& b : target.best) {
+    if (!b.best) continue;
+    steps.push_back({b.batch_size, b.best_steps});
+    // The compute model of the best configuration's own model, when it was timed.
+    auto t = timing_of.find(b.best->run_id);
+    if (t != timing_of.end()) {
+      if (const ComputeModel* c = out.model.ComputeForOneRankPerNode(t->second->strong_key)) {
+        ComputeModel m = *c;
+        m.speedup = options.device_speedup;
+        compute_at[b.batch_size] = m;
+      }
+    }
+  }
+  if (steps.empty()) {
+    out.status = FailedPreconditionError(
+        fmt::format("no run reached the target {}, so there are no steps to target to project",
+                    target.target.ToString()));
+    return out;
+  }
+  out.points = Project(out.compute, out.profile, out.parameters, steps, options.max_world_size,
+                       out.min_local_batch, measured, compute_at);
+  return out;
+}
+
+std::vector<Table> ProjectionTables(const ProjectionSection& p) {
+  Table t{"projection",
+          "PROJECTION (a model, not a measurement): " + p.profile.name,
+          {"world_size", "batch_size", "compute_s", "comm_s", "step_s", "steps", "time_to_target_s",
+           "compute_rank_s", "frontier", "measured_here"},
+          {},
+          {}};
+  if (!p.status.ok()) {
+    t.notes.push_back("Not projected: " + p.status.message());
+    return {t};
+  }
+  for (const ProjectedPoint& x : p.points) {
+    t.rows.push_back({I(x.world_size), I(x.batch_size), ExactNumber(x.compute_seconds),
+                      ExactNumber(x.comm_seconds), ExactNumber(x.step_seconds),
+                      ExactNumber(x.steps), ExactNumber(x.time_to_target), ExactNumber(x.compute),
+                      x.on_frontier ? "yes" : "", x.measured ? "yes" : ""});
+  }
+  t.notes.push_back(p.check.Sentence());
+  if (p.min_local_batch > 0) {
+    t.notes.push_back(fmt::format(
+        "No projected configuration has fewer than {} samples per rank unless it was measured "
+        "(--min-local-batch; default: the smallest local batch measured); per-rank compute below "
+        "the smallest measured local batch is held at its measured cost (the model's floor).",
+        ExactNumber(p.min_local_batch)));
+  }
+  t.notes.push_back(fmt::format(
+      "t_step = c max(B/K, b_floor) + o + 2(K-1) alpha + 2(K-1)/K n/beta with c and o fitted per "
+      "model (pooled over all: c = {} s/sample and o = {} s/step on {} measured runs; device "
+      "speedup {}), n = {} bytes ({} fp32 parameters), and "
+      "profile {}: alpha = {} s, beta = {} GB/s ({}). Source: {}. Time to target = best measured "
+      "steps at B x t_step; compute = K x time. No overlap of communication with compute.",
+      ExactNumber(p.compute.seconds_per_sample), ExactNumber(p.compute.seconds_per_step),
+      p.compute.runs, ExactNumber(p.compute.speedup), ExactNumber(GradientBytes(p.parameters)),
+      p.parameters, p.profile.name, ExactNumber(p.profile.alpha_seconds),
+      ExactNumber(p.profile.bandwidth_bytes_per_second / 1e9), p.profile.description,
+      p.profile.source));
+  Table check{"projection_check",
+              "Step-time model against the measured runs (fitted and held out)",
+              {"config", "world_size", "batch_size", "local_batch", "runs", "measured_step_s",
+               "fitted_step_s", "fitted_error", "held_out_step_s", "held_out_error", "reproduced"},
+              {},
+              {}};
+  for (const ModelCheckRow& r : p.check.rows) {
+    check.rows.push_back({r.label, I(r.world_size), I(r.batch_size), I(r.local_batch_size),
+                          I(r.runs), ExactNumber(r.measured), ExactNumber(r.fitted),
+                          Pct(r.fitted_error),
+                          std::isfinite(r.held_out) ? ExactNumber(r.held_out) : "",
+                          std::isfinite(r.held_out_error) ? Pct(r.held_out_error) : r.held_out_note,
+                          r.reproduced ? "yes" : "no"});
+  }
+  check.notes.push_back(p.check.Sentence());
+  check.notes.push_back(
+      "fitted = the model fitted on every measured configuration (compute per model + this "
+      "machine's alpha-beta fit); held_out = the model fitted without this configuration "
+      "(leave-one-configuration-out cross-validation). reproduced: |fitted_error| within the "
+      "tolerance max(2 x RMS, 5%).");
+  return {t, check};
+}
+
+json ModelCheckJson(const ModelCheck& c) {
+  json out = {{"sentence", c.Sentence()}};
+  if (!c.status.ok()) {
+    out["error"] = c.status.message();
+    return out;
+  }
+  json rows = json::array();
+  for (const ModelCheckRow& r : c.rows) {
+    json j = {{"config", r.label},
+              {"world_size", r.world_size},
+              {"batch_size", r.batch_size},
+              {"local_batch_size", r.local_batch_size},
+              {"runs", r.runs},
+              {"measured_step_seconds", Num(r.measured)},
+              {"fitted_step_seconds", Num(r.fitted)},
+              {"fitted_error", Num(r.fitted_error)},
+              {"held_out_step_seconds", Num(r.held_out)},
+              {"held_out_error", Num(r.held_out_error)},
+              {"reproduced", r.reproduced}};
+    if (!r.held_out_note.empty()) j["held_out_note"] = r.held_out_note;
+    rows.push_back(j);
+  }
+  out["configurations"] = rows;
+  out["fitted_rms_error"] = Num(c.fitted_rms);
+  out["fitted_max_error"] = Num(c.fitted_max);
+  out["tolerance"] = Num(c.tolerance);
+  out["held_out"] = c.held_out;
+  out["held_out_median_error"] = Num(c.held_out_median);
+  out["held_out_max_error"] = Num(c.held_out_max);
+  out["goal"] = c.goal;
+  out["goal_met"] = c.goal_met;
+  out["method"] =
+      "leave-one-configuration-out: each measured (model, K, B) predicted by the model fitted on "
+      "every other configuration; errors relative to the measured mean step time";
+  return out;
+}
+
+json ProjectionJson(const ProjectionSection& p) {
+  json out = {{"model", true}, {"profile", p.profile.name}};
+  if (!p.status.ok()) {
+    out["error"] = p.status.message();
+    return out;
+  }
+  out["profile_detail"] = {{"description", p.profile.description},
+                           {"source", p.profile.source},
+                           {"alpha_seconds", p.profile.alpha_seconds},
+                           {"beta_bytes_per_second", p.profile.bandwidth_bytes_per_second}};
+  out["compute"] = {{"seconds_per_sample", Num(p.compute.seconds_per_sample)},
+                    {"seconds_per_step", Num(p.compute.seconds_per_step)},
+                    {"runs", p.compute.runs},
+                    {"rms_relative_residual", Num(p.compute.rms_relative_residual)},
+                    {"device_speedup", Num(p.compute.speedup)}};
+  json models = json::array();
+  for (const auto& [key, m] : p.model.compute) {
+    models.push_back({{"model", key},
+                      {"seconds_per_sample", Num(m.seconds_per_sample)},
+                      {"seconds_per_step", Num(m.seconds_per_step)},
+                      {"floor_local_batch", Num(m.min_local_batch)},
+                      {"local_batches", m.local_batches},
+                      {"runs", m.runs},
+                      {"rms_relative_residual", Num(m.rms_relative_residual)}});
+  }
+  out["compute_models"] = models;
+  out["min_local_batch"] = Num(p.min_local_batch);
+  out["check"] = ModelCheckJson(p.check);
+  out["parameters"] = p.parameters;
+  out["compute_unit"] = "rank-seconds";
+  json pts = json::array();
+  for (const ProjectedPoint& x : p.points) {
+    pts.push_back({{"world_size", x.world_size},
+                   {"batch_size", x.batch_size},
+                   {"compute_seconds", Num(x.compute_seconds)},
+                   {"comm_seconds", Num(x.comm_seconds)},
+                   {"step_seconds", Num(x.step_seconds)},
+                   {"steps", Num(x.steps)},
+                   {"time_to_target", Num(x.time_to_target)},
+                   {"compute", Num(x.compute)},  // rank-seconds: the projection models time
+                   {"on_frontier", x.on_frontier},
+                   {"measured_here", x.measured}});
+  }
+  out["points"] = pts;
+  return out;
+}
+
+}  // namespace batchlab::analysis

@@ -1,0 +1,148 @@
+// A branch run of a branch study (docs/spec.md, "Branch study"; Merrill et al. 2025): it starts
+// from its trunk's checkpoint at branch.at_step instead of from initialization.
+//
+// From the trunk's shard of this rank it takes the parameters and buffers, the optimizer's
+// per-parameter state (momentum, Adam moments and step counts), and the data cursor: this epoch's
+// order of the shard and the position in it, so the branch reads the rows the trunk had not yet
+// read, k x B0 of them per step instead of B0. Its own counters start at zero (step 1 is the
+// branch's first step; the LR, the batch and the budget are the branch config's). With the
+// trunk's seed the branch also takes the trunk's random generator, so a branch at k = 1 with the
+// trunk's LR continues the trunk bit for bit; with another seed the rows the trunk had not read
+// this epoch are dealt in an order of that seed (the same rows: the same data position), and the
+// generator is seeded from it: the branch's seed-to-seed spread is the data-order noise.
+//
+// The trunk's attempt folders come from branch_from.json in this attempt's folder (the
+// orchestrator writes it; docs/protocol.md); the checkpoint is checked against the trunk's run id
+// (not its config hash: the branch's config differs by design), its world size and step.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/core.h>
+
+#include "runner/config/device.h"
+#include "runner/optim/optimizer_state_io.h"
+#include "runner/config/runner_error.h"
+#include "runner/train/trainer.h"
+
+namespace batchlab::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr uint64_t kBranchOrderSalt = 0xb4a9c4;
+
+}  // namespace
+
+void Trainer::ReadBranchFrom(const std::string& attempt_dir) {
+  std::ifstream in(fs::path(attempt_dir) / protocol::kBranchFromFile);
+  if (!in) return;
+  const json from = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const auto list = from.is_object() ? from.find("trunk_dirs") : from.end();
+  if (list == from.end() || !list->is_array()) {
+    throw RunnerError(RunnerError::Kind::kInternal,
+                      std::string(protocol::kBranchFromFile) + " in " + attempt_dir +
+                          " is not {\"trunk_dirs\": [...]}");
+  }
+  trunk_dirs_.clear();
+  for (const json& d : *list) {
+    if (d.is_string()) trunk_dirs_.push_back(d.get<std::string>());
+  }
+}
+
+void Trainer::MaybeStartBranch() {
+  const BranchConfig& br = config_.branch;
+  if (!br.present()) return;
+  if (config_.mode != "train") return;
+  const std::string name = protocol::CheckpointShardName(br.at_step, rank_);
+  std::optional<CheckpointFile> file;
+  std::string tried;
+  for (const std::string& dir : trunk_dirs_) {
+    const fs::path path = fs::path(dir) / protocol::kCheckpointDir / name;
+    if (!fs::exists(path)) {
+      tried += fmt::format("\n  {}: no such file", path.string());
+      continue;
+    }
+    try {
+      file = ReadCheckpointFile(path.string(), br.trunk_run_id, /*config_hash=*/"");
+      if (file->header.value("world_size", 0) != world_) {
+        throw CheckpointRejected(fmt::format("it was written by {} ranks, this run has {}",
+                                             file->header.value("world_size", 0), world_));
+      }
+      if (file->header.value("step", int64_t{-1}) != br.at_step) {
+        throw CheckpointRejected("its step differs from its name");
+      }
+      break;
+    } catch (const CheckpointRejected& e) {
+      tried += fmt::format("\n  {}: {}", path.string(), e.what());
+      file.reset();
+    }
+  }
+  if (!file) {
+    // No collective is needed to agree: every rank fails the same way (the run is failed and the
+    // orchestrator says why).
+    throw RunnerError(
+        RunnerError::Kind::kInternal,
+        fmt::format("branch: no usable checkpoint of trunk run {} at step {} for rank {}{}{}",
+                    br.trunk_run_id, br.at_step, rank_,
+                    trunk_dirs_.empty() ? " (no trunk folders: branch_from.json missing?)" : "",
+                    tried));
+  }
+  const json& s = file->header.at("state");
+  if (s.value("sync", std::string()) != config_.comm.sync) {
+    throw BadConfig("comm.sync: the trunk ran \"" + s.value("sync", std::string()) +
+                    "\" and this branch \"" + config_.comm.sync + "\"; use the trunk's");
+  }
+  torch::NoGradGuard no_grad;
+  try {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const torch::Tensor& v = file->Tensor("param." + std::to_string(i));
+      if (v.numel() != params_[i].numel()) {
+        throw CheckpointRejected("parameter " + std::to_string(i) + " has another shape");
+      }
+      params_[i].copy_(v.reshape(params_[i].sizes()));
+    }
+    for (auto& b : model_->named_buffers()) b.value().copy_(file->Tensor("buffer." + b.key()));
+    RestoreOptimizerState(*optimizer_, params_, *file);
+  } catch (const CheckpointRejected& e) {
+    throw BadConfig(std::string("branch: the trunk's checkpoint does not fit this run's model "
+                                "or optimizer (") +
+                    e.what() + "); a branch keeps the trunk's model, data and optimizer");
+  }
+  // The data cursor: the trunk's order of this epoch and its position; the rows not yet read
+  // re-dealt under another seed.
+  torch::Tensor order = file->Tensor("sampler.order").to(torch::kInt64).contiguous().clone();
+  const int64_t position = s.at("sampler_position").get<int64_t>();
+  const int64_t epoch = s.at("sampler_epoch").get<int64_t>();
+  const bool trunk_seed = s.value("seed", int64_t{-1}) == config_.seed;
+  if (!trunk_seed && position < order.numel()) {
+    at::Generator gen = at::detail::createCPUGenerator(
+        DeriveSeed(static_cast<uint64_t>(config_.seed), static_cast<uint64_t>(rank_) + 1,
+                   kBranchOrderSalt ^ static_cast<uint64_t>(br.at_step)));
+    torch::Tensor rest = order.narrow(0, position, order.numel() - position);
+    rest.copy_(rest.index_select(0, torch::randperm(rest.numel(), gen, torch::kInt64)));
+  }
+  sampler_->Restore(order, position, epoch);
+  {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    if (trunk_seed) {
+      gen.set_state(file->Tensor("rng.cpu"));
+    } else {
+      gen.set_current_seed(DeriveSeed(static_cast<uint64_t>(config_.seed), br.at_step));
+    }
+  }
+  if (device_.is_cuda()) {  // dropout and other random kernels on the device
+    at::Generator gen = DefaultGenerator(device_);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    if (trunk_seed && file->Has("rng.cuda")) {
+      gen.set_state(file->Tensor("rng.cuda"));
+    } else {
+      gen.set_current_seed(DeriveSeed(static_cast<uint64_t>(config_.seed), br.at_step, 1));
+    }
+  }
+}
+
+}  // namespace batchlab::runner
