@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
-# Installs every Debian package batchlab needs to build, run and test. Idempotent: safe to re-run.
+# Installs the Debian packages batchlab needs. Idempotent: safe to re-run.
+#   bash scripts/install-deps.sh              # everything: build, run and the whole test suite
+#   bash scripts/install-deps.sh quickstart   # only what the quickstart study needs: the build of
+#                                             # `batchlab` and `batchlab-runner`, the data set, and
+#                                             # Node.js/npm for the report's charting library
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+profile=${1:-all}
+case "$profile" in
+  all|quickstart) ;;
+  *) echo "install-deps: unknown profile '$profile' (use: all, quickstart)" >&2; exit 2 ;;
+esac
+# The quickstart's packages: the compiler and the libraries `batchlab` and `batchlab-runner` link,
+# the data set, and nodejs (report.html inlines Vega-Lite, installed from npm by install-web-deps.sh).
 packages=(
   build-essential cmake ninja-build pkg-config git sqlite3 zlib1g-dev
   ccache                     # compiler cache: build.sh and sanitize.sh use it when present
@@ -10,18 +21,24 @@ packages=(
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libsqlite3-dev
   libboost-dev libboost-filesystem-dev
-  libfmt-dev libcli11-dev libgtest-dev
+  libfmt-dev libcli11-dev
   libcpp-httplib-dev         # `batchlab ui`: the live report server
-  chromium                   # the browser test (tests/browser) opens the report headless
-  nodejs                     # the report's charting library and the browser test driver (web/)
-  clang libclang-rt-14-dev   # the ASan/UBSan tree and the libFuzzer targets (scripts/sanitize.sh)
+  nodejs                     # the report's charting library (web/), installed with npm
   dataset-fashion-mnist
-  slurm-wlm munge
-  iproute2                   # scripts/cluster: network namespaces, veth, bridge, tc (tests labelled cluster)
-  python3-torch                 # clients/python tests and examples/pytorch-ddp (never linked by batchlab)
-  python3-pip python3-setuptools  # `pip install --no-build-isolation ./clients/python` (tested offline)
-  python3-optuna                # peer baseline for bench/ only
 )
+# The test command's further packages.
+if [ "$profile" = all ]; then
+  packages+=(
+    libgtest-dev
+    chromium                   # the browser test (tests/browser) opens the report headless
+    clang libclang-rt-14-dev   # the ASan/UBSan tree and the libFuzzer targets (scripts/sanitize.sh)
+    slurm-wlm munge
+    iproute2                   # scripts/cluster: network namespaces, veth, bridge, tc (label cluster)
+    python3-torch                 # clients/python tests and examples/pytorch-ddp (never linked)
+    python3-pip python3-setuptools  # `pip install --no-build-isolation ./clients/python` (tested offline)
+    python3-optuna                # peer baseline for bench/ only
+  )
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -33,7 +50,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
-  echo "install-deps: all packages present"
+  echo "install-deps: all packages present ($profile)"
 fi
 
 # The report's charting library (Vega-Lite) and the browser test's driver (playwright-core), from

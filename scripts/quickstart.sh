@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # build's 285 steps; no test or benchmark binary), on every core; the test command
 # (scripts/test.sh) builds everything.
 build_start=$(date +%s)
-bash scripts/build.sh batchlab batchlab-runner
+BATCHLAB_DEPS=quickstart bash scripts/build.sh batchlab batchlab-runner
 echo "quickstart build (packages included): $(( $(date +%s) - build_start )) s"
 export PATH="$PWD/build/cli:$PWD/build/runner:$PATH"
 start=$(date +%s)

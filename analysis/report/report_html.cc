@@ -2,6 +2,7 @@
 #include "analysis/report/report_html.h"
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -180,7 +181,18 @@ std::string ScriptSafe(std::string text) {
 
 std::string ChartLibraryDir() {
   const char* env = std::getenv("BATCHLAB_WEB_MODULES");
-  return env != nullptr && *env != '\0' ? env : BATCHLAB_WEB_MODULES;
+  if (env != nullptr && *env != '\0') return env;
+  // An installed tree (cmake --install, the .deb): <prefix>/bin/batchlab reads
+  // <prefix>/share/batchlab/web/node_modules. A build tree has no such folder and reads the source
+  // tree's web/node_modules, whose path the build compiled in.
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed =
+        self.parent_path().parent_path() / "share" / "batchlab" / "web" / "node_modules";
+    if (std::filesystem::is_directory(installed, ec)) return installed.string();
+  }
+  return BATCHLAB_WEB_MODULES;
 }
 
 StatusOr<std::string> ChartLibraryScripts() {

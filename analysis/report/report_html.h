@@ -27,7 +27,9 @@ struct HtmlOptions {
   std::string fingerprint;   // the progress fingerprint the page was rendered at
 };
 
-// The node_modules folder the charting library is read from.
+// The node_modules folder the charting library is read from: $BATCHLAB_WEB_MODULES, else an
+// installed tree's <prefix>/share/batchlab/web/node_modules (next to <prefix>/bin/batchlab), else
+// the source tree's web/node_modules.
 std::string ChartLibraryDir();
 
 // The three <script> elements of the charting library (cached after the first read).
