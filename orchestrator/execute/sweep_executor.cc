@@ -18,6 +18,7 @@
 
 #include "base/atomic_file.h"
 #include "base/run_protocol.h"
+#include "orchestrator/execute/attempt_policies.h"
 #include "orchestrator/execute/attempt_verdict.h"
 #include "orchestrator/plan/branch_pruning.h"
 #include "orchestrator/plan/gpu_slots.h"
@@ -83,33 +84,6 @@ StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec
   *created = true;
   return store.CreateSweep(spec.name, spec.canonical.dump(), spec.spec_hash);
 }
-
-// One attempt in flight (its run is RunStage::kRunning). Its flags are facts, not a state: several
-// can hold at once (an attempt may write its end line, hang and then time out), so they are kept
-// apart; when the attempt ends they become its AttemptReport, and DecideAttempt's rules
-// (attempt_verdict.h) say which wins.
-struct Active {
-  size_t index = 0;
-  int attempt = 0;
-  std::unique_ptr<Job> job;
-  std::string dir;
-  double started = 0;
-  double deadline = 0;  // 0: none
-  bool timed_out = false;
-  double terminate_sent = 0;
-  double last_ingest = 0;
-  bool saw_end = false;
-  std::string end_outcome;  // the `end` line's outcome once ingested
-  double end_seen = 0;      // when the end line was first seen (0: not yet)
-  bool stop_after_end = false;
-  int slots = 1;
-  std::vector<int> gpu_ids;    // the GPUs it holds (gpu_slots.h), released when it ends
-  int port = 0;                // MASTER_PORT of a user program's ranks (0: none)
-  double prune_sent = 0;       // when the stop file was written (0: not pruned)
-  std::string prune_reason;    // why (pruning.h)
-  int64_t stop_from_step = 0;  // the bound last written to its prune_at file (0: none)
-  bool stalled = false;        // its stop file was the stall rule's, not pruning's
-};
 
 // The target of a resolved config as the results store reads it (nullopt: none).
 struct RunTarget {
@@ -194,14 +168,15 @@ class Execution {
     const PlannedRun& r = plan_.runs[i];
     if (rec == nullptr) {
       // The same config is already a run of an earlier version of this sweep.
-      runs_[i].stage = RunStage::kDone;
+      BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
       ++out_.skipped;
       Event(fmt::format("run {} ({}) belongs to an earlier version of the sweep; not re-run", r.id,
                         ParamsText(r.params, " ")));
       return OkStatus();
     }
-    runs_[i].attempt = rec->attempt;
+    table_.SetAttempt(i, rec->attempt);
     if (results::IsFinished(rec->state)) {
+      BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
       BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
       ++out_.skipped;
       return OkStatus();
@@ -224,6 +199,7 @@ class Execution {
         BATCHLAB_RETURN_IF_ERROR(store_.Transition(
             r.id, *ended,
             {std::nullopt, "recovered from the end line after the orchestrator stopped"}));
+        BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
         BATCHLAB_RETURN_IF_ERROR(UpdatePrune(i, Phase::kFinished));
         ++out_.skipped;
         Event(fmt::format("run {} had finished ({}) while no orchestrator watched; kept", r.id,
@@ -237,42 +213,42 @@ class Execution {
       Event(fmt::format("run {} was interrupted in attempt {}; it runs again", r.id, rec->attempt));
     }
     if (!r.trunk_id.empty()) {
-      held_.push_back(i);  // a branch: queued once its trunk's checkpoint exists
-      runs_[i].stage = RunStage::kHeld;
-      return OkStatus();
+      // A branch: queued once its trunk's checkpoint exists (ReleaseBranches).
+      return table_.Transition(i, RunStage::kHeld);
     }
-    Enqueue(i, 0);
-    return OkStatus();
+    return Enqueue(i, 0);
   }
 
   // Run i joins the queue, to start no earlier than `not_before` (0: at once).
-  void Enqueue(size_t i, double not_before) {
+  Status Enqueue(size_t i, double not_before) {
     const PlannedRun& r = plan_.runs[i];
+    BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kQueued));
     queue_.Add({static_cast<int>(i), r.slots, r.expected_seconds, not_before, Priority(i), r.gpus});
-    runs_[i].stage = RunStage::kQueued;
+    return OkStatus();
   }
 
   Status Loop() {
     bool stopping = false;
     double stop_deadline = 0;
     BATCHLAB_RETURN_IF_ERROR(UpdateBranchPrune());  // branches finished in an earlier call
-    while (!queue_.empty() || !active_.empty() || (!held_.empty() && !stopping)) {
+    std::vector<InFlight>& in_flight = table_.in_flight();
+    while (!queue_.empty() || !in_flight.empty() || (table_.any_held() && !stopping)) {
       double now = now_();
-      if (!stopping && !held_.empty()) BATCHLAB_RETURN_IF_ERROR(ReleaseBranches(now));
+      if (!stopping && table_.any_held()) BATCHLAB_RETURN_IF_ERROR(ReleaseBranches(now));
       if (!stopping && options_.stop_requested && options_.stop_requested()) {
         stopping = true;
         out_.stopped = true;
         stop_deadline = now + options_.terminate_grace_seconds;
-        Event(fmt::format("stop requested: terminating {} running run(s)", active_.size()));
-        for (auto& a : active_) a.job->Terminate();
+        Event(fmt::format("stop requested: terminating {} running run(s)", in_flight.size()));
+        for (auto& a : in_flight) a.job->Terminate();
       }
       if (stopping && now > stop_deadline) {
-        for (auto& a : active_) a.job->Kill();
+        for (auto& a : in_flight) a.job->Kill();
       }
-      if (stopping && active_.empty()) break;
+      if (stopping && in_flight.empty()) break;
       if (!stopping) {
         int used = 0;
-        for (const auto& a : active_) used += a.slots;
+        for (const auto& a : in_flight) used += a.slots;
         // With pruning, a run whose group has a run in flight but no bar yet waits while other
         // runs can use the slot (it may then start with a bar, and stop at it).
         std::vector<size_t> taking;
@@ -299,18 +275,10 @@ class Execution {
           BATCHLAB_RETURN_IF_ERROR(AdvanceSearch(static_cast<size_t>(key)));
         }
       }
-      for (size_t k = 0; k < active_.size();) {
-        Active& a = active_[k];
+      for (size_t k = 0; k < in_flight.size();) {
+        InFlight& a = in_flight[k];
         JobStatus st = a.job->Poll();
         if (!st.done) {
-          if (a.deadline > 0 && now > a.deadline && !a.timed_out) {
-            a.timed_out = true;
-            a.terminate_sent = now;
-            a.job->Terminate();
-          }
-          if (a.timed_out && now - a.terminate_sent > options_.terminate_grace_seconds) {
-            a.job->Kill();
-          }
           const double every =
               prune_.HasBar(a.index)
                   ? std::min(options_.ingest_every_seconds, options_.prune_ingest_every_seconds)
@@ -318,37 +286,21 @@ class Execution {
           if (now - a.last_ingest >= every) {
             BATCHLAB_RETURN_IF_ERROR(Ingest(a, results::IngestPass::kLive));
             a.last_ingest = now;
-            if (a.saw_end && a.end_seen == 0) a.end_seen = now;
+            if (a.saw_end && a.live.end_seen == 0) a.live.end_seen = now;
             BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kRunning));
             BATCHLAB_RETURN_IF_ERROR(PruneRunning(now));
             BATCHLAB_RETURN_IF_ERROR(StallIfHopeless(a, now));
           }
-          // Asked to stop (pruned) and still going after the grace period: the program does not
-          // honour the stop file; end it like a timeout.
-          if (a.prune_sent > 0 && !a.timed_out && !a.stop_after_end &&
-              now - a.prune_sent > options_.terminate_grace_seconds) {
-            a.stop_after_end = true;
-            a.terminate_sent = now;
-            a.job->Terminate();
-          }
-          // It wrote its end line but does not exit (e.g. hangs in a collective): its result is
-          // in; stop it after the grace period instead of waiting for a timeout.
-          if (a.end_seen > 0 && !a.stop_after_end && !a.timed_out &&
-              now - a.end_seen > options_.terminate_grace_seconds) {
-            a.stop_after_end = true;
-            a.terminate_sent = now;
-            a.job->Terminate();
-          }
-          if (a.stop_after_end && now - a.terminate_sent > options_.terminate_grace_seconds) {
-            a.job->Kill();
-          }
+          // Past its deadline, deaf to its stop file, or hanging after its end line: SIGTERM,
+          // then SIGKILL after the grace period. (Facts stamped `now` by the ingest above never
+          // act before the next look, so deciding after it is the same as before it.)
+          Escalate(a, now);
           ++k;
           continue;
         }
         const size_t index = a.index;
         gpu_pool_.Release(a.gpu_ids);  // before Finish: a retry may take them again
-        BATCHLAB_RETURN_IF_ERROR(Finish(a, st, stopping));
-        active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(k));
+        BATCHLAB_RETURN_IF_ERROR(Finish(table_.EndAttempt(k), st, stopping));
         if (!stopping) {
           if (!plan_.runs[index].trunk_id.empty()) BATCHLAB_RETURN_IF_ERROR(UpdateBranchPrune());
           BATCHLAB_RETURN_IF_ERROR(PruneRunning(now));
@@ -369,9 +321,23 @@ class Execution {
     return OkStatus();
   }
 
+  // Sends what DecideLive (attempt_policies.h) says attempt `a` needs at `now`, and notes it.
+  void Escalate(InFlight& a, double now) {
+    const LiveDecision d = DecideLive(a.live, now);
+    if (d.action == LiveAction::kKill) a.job->Kill();
+    if (d.action != LiveAction::kTerminate) return;
+    a.live.terminate_sent = now;
+    if (d.reason == TerminateReason::kDeadline) {
+      a.live.timed_out = true;
+    } else {
+      a.live.stop_after_end = true;  // it had its chance to stop by itself
+    }
+    a.job->Terminate();
+  }
+
   Status Launch(size_t i) {
     const PlannedRun& r = plan_.runs[i];
-    const int attempt = runs_[i].attempt + 1;
+    const int attempt = table_[i].attempt + 1;
     BATCHLAB_ASSIGN_OR_RETURN(
         const std::string dir,
         NewFolder(AttemptDir(runs_dir_, spec_.name, r.id, attempt, store_.database_id())));
@@ -390,7 +356,7 @@ class Execution {
     BATCHLAB_RETURN_IF_ERROR(WriteResumeFile(r.id, attempt, dir));
     if (!r.trunk_id.empty()) BATCHLAB_RETURN_IF_ERROR(WriteBranchFromFile(r, dir));
     BATCHLAB_RETURN_IF_ERROR(store_.StartAttempt(r.id, dir));
-    runs_[i].attempt = attempt;
+    table_.SetAttempt(i, attempt);
     ++out_.attempts;
     LaunchRequest req;
     req.run_id = r.id;
@@ -425,7 +391,7 @@ class Execution {
       last_end_ = now;
       return AfterFailure(i, RunState::kFailed, job.status().message(), true);
     }
-    Active a;
+    InFlight a;
     a.index = i;
     a.attempt = attempt;
     a.job = std::move(job).value();
@@ -435,15 +401,16 @@ class Execution {
     a.slots = req.slots;
     a.gpu_ids = req.gpu_ids;
     a.port = req.env.count("MASTER_PORT") ? std::stoi(req.env.at("MASTER_PORT")) : 0;
-    if (spec_.resources.timeout_seconds > 0) a.deadline = now + spec_.resources.timeout_seconds;
+    if (spec_.resources.timeout_seconds > 0) {
+      a.live.deadline = now + spec_.resources.timeout_seconds;
+    }
+    a.live.grace_seconds = options_.terminate_grace_seconds;
     prune_.SetRunning(i, -1);
     ShareStopStep(a);
     Event(fmt::format(
         "run {} ({}) started, attempt {}{}", r.id, ParamsText(r.params, " "), attempt,
         a.gpu_ids.empty() ? std::string() : fmt::format(", GPUs {}", fmt::join(a.gpu_ids, ","))));
-    active_.push_back(std::move(a));
-    runs_[i].stage = RunStage::kRunning;
-    return OkStatus();
+    return table_.Start(std::move(a));
   }
 
   // resume.json (docs/protocol.md, "Checkpoints"): the run's earlier attempts' folders, newest
@@ -465,8 +432,8 @@ class Execution {
   // The trunk's attempt folders, newest first (a branch's checkpoint may be in any of them).
   StatusOr<std::vector<std::string>> TrunkDirs(const std::string& trunk_id) {
     std::vector<std::string> dirs;
-    auto it = index_of_.find(trunk_id);
-    const int attempts = it == index_of_.end() ? 0 : runs_[it->second].attempt;
+    const std::optional<size_t> trunk = table_.IndexOf(trunk_id);
+    const int attempts = trunk ? table_[*trunk].attempt : 0;
     for (int k = attempts; k >= 1; --k) {
       BATCHLAB_ASSIGN_OR_RETURN(std::optional<std::string> at, store_.AttemptDir(trunk_id, k));
       if (at) dirs.push_back(*at);
@@ -488,13 +455,14 @@ class Execution {
   // the trunk goes on; those whose trunk ended without it fail, saying why. Checked at most every
   // 0.2 s (and at once when nothing else runs).
   Status ReleaseBranches(double now) {
-    if (now - last_branch_check_ < 0.2 && !(queue_.empty() && active_.empty())) return OkStatus();
+    if (now - last_branch_check_ < 0.2 && !(queue_.empty() && table_.in_flight().empty())) {
+      return OkStatus();
+    }
     last_branch_check_ = now;
-    std::vector<size_t> still;
-    for (size_t i : held_) {
+    for (size_t i : table_.Held()) {
       const PlannedRun& r = plan_.runs[i];
-      if (auto why = branch_prune_.find(i); why != branch_prune_.end()) {
-        BATCHLAB_RETURN_IF_ERROR(PruneWaiting(i, why->second));
+      if (table_[i].branch_prune) {
+        BATCHLAB_RETURN_IF_ERROR(PruneWaiting(i, *table_[i].branch_prune));
         continue;
       }
       BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> dirs, TrunkDirs(r.trunk_id));
@@ -508,13 +476,13 @@ class Execution {
         ready = ready || all;
       }
       if (ready) {
-        Enqueue(i, 0);
+        BATCHLAB_RETURN_IF_ERROR(Enqueue(i, 0));
         Event(fmt::format("run {} ({}) queued: trunk {} has its checkpoint at step {}", r.id,
                           ParamsText(r.params, " "), r.trunk_id, r.branch_step));
         continue;
       }
-      auto t = index_of_.find(r.trunk_id);
-      if (t != index_of_.end() && runs_[t->second].done()) {
+      const std::optional<size_t> trunk = table_.IndexOf(r.trunk_id);
+      if (trunk && table_[*trunk].done()) {
         const std::string why = fmt::format(
             "trunk run {} ended without a checkpoint at step {} (it stopped before the branch "
             "point, e.g. at its target, or failed); see its log",
@@ -522,14 +490,11 @@ class Execution {
         BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "branch", why));
         BATCHLAB_RETURN_IF_ERROR(
             store_.Transition(r.id, RunState::kFailed, {std::nullopt, why}));
-        runs_[i].stage = RunStage::kDone;
+        BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
         ++out_.failed;
         Event(fmt::format("run {} ({}) failed: {}", r.id, ParamsText(r.params, " "), why));
-        continue;
       }
-      still.push_back(i);
     }
-    held_ = std::move(still);
     return OkStatus();
   }
 
@@ -548,7 +513,7 @@ class Execution {
       req->spawn_command = SpawnCommand(program, options_.tools, r.world_size, req->config_path);
     }
     std::vector<int> taken;
-    for (const auto& a : active_) taken.push_back(a.port);
+    for (const auto& a : table_.in_flight()) taken.push_back(a.port);
     BATCHLAB_ASSIGN_OR_RETURN(int port, FreeTcpPort(taken));
     req->env = ProgramEnvironment(req->config_path, "127.0.0.1", port);
     return OkStatus();
@@ -567,7 +532,7 @@ class Execution {
     return InternalError(fmt::format("cannot find a new folder name for {}", base));
   }
 
-  Status Ingest(Active& a, results::IngestPass pass) {
+  Status Ingest(InFlight& a, results::IngestPass pass) {
     BATCHLAB_ASSIGN_OR_RETURN(auto stats, store_.IngestMetrics(plan_.runs[a.index].id, a.attempt,
                                                                a.dir + "/" + protocol::kMetricsFile, pass));
     a.saw_end = a.saw_end || stats.saw_end;
@@ -575,7 +540,9 @@ class Execution {
     return OkStatus();
   }
 
-  Status Finish(Active& a, const JobStatus& st, bool stopping) {
+  // Attempt `a`, taken out of the table's in-flight list, ended with `st`: its verdict
+  // (attempt_verdict.h) recorded, its run moved on (done, queued again, cancelled).
+  Status Finish(InFlight a, const JobStatus& st, bool stopping) {
     const PlannedRun& r = plan_.runs[a.index];
     const double now = now_();
     last_end_ = now;
@@ -592,10 +559,10 @@ class Execution {
     report.signal = st.signal;
     report.saw_end = a.saw_end;
     report.end_outcome = a.end_outcome;
-    report.timed_out = a.timed_out;
-    report.stop_after_end = a.stop_after_end;
+    report.timed_out = a.live.timed_out;
+    report.stop_after_end = a.live.stop_after_end;
     report.stopping = stopping;
-    report.prune_sent = a.prune_sent > 0;
+    report.prune_sent = a.live.prune_sent > 0;
     report.prune_reason = a.prune_reason;
     report.stalled = a.stalled;
     report.unrunnable = st.unrunnable;
@@ -622,15 +589,19 @@ class Execution {
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {code, message}));
       BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kWaiting));
       ++out_.preempted;
-      Enqueue(a.index, now);
+      BATCHLAB_RETURN_IF_ERROR(Enqueue(a.index, now));
       Event(fmt::format("run {} preempted after {:.1f} s; it resumes in a new attempt", r.id,
                         seconds));
       return OkStatus();
     }
     const bool retryable = verdict.retryable;
     BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, state, {code, message}));
-    BATCHLAB_RETURN_IF_ERROR(
-        UpdatePrune(a.index, results::IsFinished(state) ? Phase::kFinished : Phase::kWaiting));
+    if (results::IsFinished(state)) {
+      BATCHLAB_RETURN_IF_ERROR(table_.Transition(a.index, RunStage::kDone));
+      BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kFinished));
+    } else {
+      BATCHLAB_RETURN_IF_ERROR(UpdatePrune(a.index, Phase::kWaiting));
+    }
     if (state == RunState::kStalled) {
       ++out_.stalled;
       Event(fmt::format("run {} stalled after {:.1f} s", r.id, seconds));
@@ -642,7 +613,7 @@ class Execution {
       return OkStatus();
     }
     if (state == RunState::kCancelled) {
-      runs_[a.index].stage = RunStage::kCancelled;
+      BATCHLAB_RETURN_IF_ERROR(table_.Transition(a.index, RunStage::kCancelled));
       ++out_.cancelled;
       Event(fmt::format("run {} cancelled", r.id));
       return OkStatus();
@@ -658,24 +629,24 @@ class Execution {
   Status AfterFailure(size_t i, RunState state, const std::string& message, bool retryable) {
     const PlannedRun& r = plan_.runs[i];
     std::string first_line = message.substr(0, message.find('\n'));
-    RunSlot& slot = runs_[i];
-    if (retryable && slot.failures < spec_.resources.retries) {
-      ++slot.failures;
-      double backoff = spec_.resources.retry_backoff_seconds * std::pow(2.0, slot.failures - 1);
+    const RunSlot& slot = table_[i];
+    if (MayRetry(retryable, slot.failures, spec_.resources.retries)) {
+      table_.CountFailure(i);
+      const double backoff = RetryDelay(slot.failures, spec_.resources.retry_backoff_seconds);
       BATCHLAB_RETURN_IF_ERROR(
           store_.RecordEvent(r.id, "retry",
                              fmt::format("attempt {} {}; retry {} of {} in {:.1f} s", slot.attempt,
                                          results::RunStateName(state), slot.failures,
                                          spec_.resources.retries, backoff)));
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {}));
-      Enqueue(i, now_() + backoff);
+      BATCHLAB_RETURN_IF_ERROR(Enqueue(i, now_() + backoff));
       Event(fmt::format("run {} {} ({}); retry {}/{} in {:.1f} s", r.id,
                         results::RunStateName(state), first_line, slot.failures,
                         spec_.resources.retries, backoff));
       return OkStatus();
     }
     ++out_.failed;
-    slot.stage = RunStage::kDone;
+    BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
     Event(fmt::format("run {} {}: {}", r.id, results::RunStateName(state), first_line));
     return OkStatus();
   }
@@ -709,12 +680,11 @@ class Execution {
   enum class Phase { kFinished, kRunning, kWaiting };
   Status UpdatePrune(size_t i, Phase phase) {
     const std::optional<RunTarget> target = TargetOf(plan_.runs[i].config);
-    if (phase == Phase::kFinished) runs_[i].stage = RunStage::kDone;
     if ((!spec_.prune && !spec_.lr_search.enabled) || !target) return OkStatus();
     BATCHLAB_ASSIGN_OR_RETURN(
         results::TargetProgress p,
         store_.TargetProgressOf(plan_.runs[i].id, target->metric, target->op, target->value));
-    if (phase == Phase::kFinished) runs_[i].hit = p.hit_step;
+    if (phase == Phase::kFinished) table_.SetHit(i, p.hit_step);
     if (p.hit_step && phase != Phase::kWaiting) {
       prune_.SetReached(i, *p.hit_step);
     } else if (phase == Phase::kFinished) {
@@ -732,7 +702,7 @@ class Execution {
   // Why run i can no longer change the answer: the steps-to-target book (pruning.h), or its
   // branch point's analysis (UpdateBranchPrune); nullopt: it may.
   std::optional<std::string> WhyPrune(size_t i) const {
-    if (auto b = branch_prune_.find(i); b != branch_prune_.end()) return b->second;
+    if (table_[i].branch_prune) return table_[i].branch_prune;
     return prune_.WhyPrune(i);
   }
 
@@ -763,7 +733,7 @@ class Execution {
       for (const auto& [k, members] : by_k) {
         KLosses losses{k, {}, true};
         for (size_t i : members) {
-          if (!runs_[i].done()) {
+          if (!table_[i].done()) {
             losses.complete = false;
             continue;
           }
@@ -787,12 +757,12 @@ class Execution {
       for (const auto& [k, members] : by_k) {
         if (k <= *above) continue;
         for (size_t i : members) {
-          if (runs_[i].done() || branch_prune_.count(i) > 0) continue;
-          branch_prune_[i] = fmt::format(
+          if (table_[i].done() || table_[i].branch_prune) continue;
+          table_.SetBranchPrune(i, fmt::format(
               "at trunk step {} the loss gap of k = {} to the smallest k passed the tolerance {} "
               "in every resample of its seeds' last evaluations, so no larger k can change the "
               "critical batch size there",
-              point.second, *above, spec_.branch.tolerance);
+              point.second, *above, spec_.branch.tolerance));
         }
       }
     }
@@ -800,19 +770,19 @@ class Execution {
   }
 
   Status PruneRunning(double now) {
-    for (Active& a : active_) {
-      if (a.prune_sent > 0 || a.saw_end) continue;
+    for (InFlight& a : table_.in_flight()) {
+      if (a.live.prune_sent > 0 || a.saw_end) continue;
       std::optional<std::string> why = WhyPrune(a.index);
       if (!why) continue;
       std::ofstream stop(a.dir + "/" + protocol::kStopFile);
       stop << nlohmann::json{{"reason", "pruned"}, {"message", *why}}.dump() << "\n";
       stop.close();
-      a.prune_sent = now;
+      a.live.prune_sent = now;
       a.prune_reason = *why;
       BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(plan_.runs[a.index].id, "prune", *why));
       Event(fmt::format("run {} asked to stop: {}", plan_.runs[a.index].id, *why));
     }
-    for (Active& a : active_) ShareStopStep(a);
+    for (InFlight& a : table_.in_flight()) ShareStopStep(a);
     return OkStatus();
   }
 
@@ -820,8 +790,8 @@ class Execution {
   // evaluations of its target metric were all at the chance level or worse is asked to stop
   // through the stop file, as a pruned run is (so every program that honours pruning honours
   // it), and is recorded as stalled: never counted as reaching or missing the target.
-  Status StallIfHopeless(Active& a, double now) {
-    if (!spec_.stall || a.prune_sent > 0 || a.saw_end) return OkStatus();
+  Status StallIfHopeless(InFlight& a, double now) {
+    if (!spec_.stall || a.live.prune_sent > 0 || a.saw_end) return OkStatus();
     const PlannedRun& r = plan_.runs[a.index];
     const std::optional<RunTarget> target = TargetOf(r.config);
     if (!target) return OkStatus();
@@ -841,7 +811,7 @@ class Execution {
     std::ofstream stop(a.dir + "/" + protocol::kStopFile);
     stop << nlohmann::json{{"reason", "stalled"}, {"message", why}}.dump() << "\n";
     stop.close();
-    a.prune_sent = now;
+    a.live.prune_sent = now;
     a.prune_reason = why;
     a.stalled = true;
     BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(r.id, "stall", why));
@@ -854,8 +824,8 @@ class Execution {
   // at each evaluation and so stops within a step of the bar, where the stop file needs the next
   // read of its metrics and then the runner's next look (a run at a small batch size takes
   // hundreds of steps in that time); other programs ignore it and get the stop file.
-  void ShareStopStep(Active& a) {
-    if (a.prune_sent > 0 || a.saw_end) return;
+  void ShareStopStep(InFlight& a) {
+    if (a.live.prune_sent > 0 || a.saw_end) return;
     const std::optional<int64_t> bound = prune_.StopFromStep(a.index);
     if (!bound || *bound == a.stop_from_step) return;
     if (WriteFileAtomically(a.dir + "/" + protocol::kPruneAtFile,
@@ -872,7 +842,7 @@ class Execution {
     BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPruned,
                                                {std::nullopt, "pruned before it started: " + why}));
     prune_.SetOut(i);
-    runs_[i].stage = RunStage::kDone;
+    BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
     ++out_.pruned;
     Event(fmt::format("run {} ({}) pruned before it started", r.id, ParamsText(r.params, " ")));
     return OkStatus();
@@ -881,20 +851,17 @@ class Execution {
   // Registers plan_.runs[i] with the pruning book and the LR search (constructor, new rounds).
   void Track(size_t i) {
     const PlannedRun& r = plan_.runs[i];
-    index_of_[r.id] = i;
     // With an LR search, runs are compared only within their search point, so pruning never
     // changes which LR is best there (and so never the search's path).
     std::string group = PruneGroup(r, spec_.prune);
     if (!group.empty() && spec_.lr_search.enabled) group += " " + SearchGroup(r);
     const size_t book_index = prune_.Add(group, PruneConfig(r), r.id);
-    assert(book_index == i && runs_.size() == i);  // the table, the book and the plan align
+    const size_t table_index = table_.Add(
+        r.id, spec_.lr_search.enabled ? std::optional<std::string>(SearchGroup(r)) : std::nullopt);
+    // The table, the book and the plan align.
+    assert(book_index == i && table_index == i);
     (void)book_index;
-    RunSlot slot;
-    if (spec_.lr_search.enabled) {
-      slot.search_group = SearchGroup(r);
-      search_groups_[slot.search_group].push_back(i);
-    }
-    runs_.push_back(std::move(slot));
+    (void)table_index;
   }
 
   // The LR search's unit: the run's swept values without the searched path and the seed.
@@ -911,10 +878,10 @@ class Execution {
   // database already holds are re-derived from their results, in the same order.
   Status AdvanceSearch(size_t i) {
     if (!spec_.lr_search.enabled) return OkStatus();
-    const std::string group = runs_[i].search_group;
+    const std::string group = table_[i].search_group;
     for (;;) {
-      const std::vector<size_t>& members = search_groups_[group];
-      if (!std::all_of(members.begin(), members.end(), [&](size_t m) { return runs_[m].done(); })) {
+      const std::vector<size_t>& members = table_.SearchGroupRuns(group);
+      if (!std::all_of(members.begin(), members.end(), [&](size_t m) { return table_[m].done(); })) {
         return OkStatus();
       }
       // Per LR: the mean hit step over its seeds when every seed reached the target.
@@ -926,16 +893,16 @@ class Execution {
         double sum = 0;
         bool all = true;
         for (size_t m : runs) {
-          all = all && runs_[m].hit.has_value();
-          if (runs_[m].hit) sum += static_cast<double>(*runs_[m].hit);
+          all = all && table_[m].hit.has_value();
+          if (table_[m].hit) sum += static_cast<double>(*table_[m].hit);
         }
         if (all) r.steps = sum / static_cast<double>(runs.size());
         tried.push_back(r);
       }
-      int& rounds = search_rounds_[group];
-      const std::vector<double> next = NextLrs(spec_.lr_search, tried, rounds);
+      const std::vector<double> next =
+          NextLrs(spec_.lr_search, tried, table_.SearchRounds(group));
       if (next.empty()) return OkStatus();
-      ++rounds;
+      table_.AddSearchRound(group);
       // One new run per seed, from the runs of the best LR (same batch size and other values).
       const std::optional<double> best = BestLr(tried);
       std::vector<size_t> templates;
@@ -969,7 +936,7 @@ class Execution {
     ProgressCounts c;
     c.total = out_.total;
     c.done = out_.skipped + out_.succeeded + out_.failed + out_.cancelled + out_.pruned;
-    c.running = static_cast<int>(active_.size());
+    c.running = static_cast<int>(table_.in_flight().size());
     c.failed = out_.failed;
     c.waiting = static_cast<int>(queue_.size());
     c.mean_run_seconds = runs_timed_ > 0 ? run_seconds_sum_ / runs_timed_ : 0;
@@ -997,15 +964,10 @@ class Execution {
   const std::string runs_dir_;  // absolute
   LptQueue queue_;
   GpuAllocator gpu_pool_;      // options_.gpus device ids (none when GPUs are not counted)
-  std::vector<RunSlot> runs_;  // one per run, indexed like plan_.runs (run_table.h)
-  std::vector<Active> active_;
+  RunTable table_;  // each run's stage, attempt in flight, held/pruned/search state, indexed
+                    // like plan_.runs (run_table.h)
   PruneBook prune_;                          // indexed like plan_.runs
-  std::vector<size_t> held_;                 // branches waiting for their trunk's checkpoint
-  std::map<size_t, std::string> branch_prune_;  // branches that cannot change the analysis: why
-  std::map<std::string, size_t> index_of_;   // run id -> index in plan_.runs
   double last_branch_check_ = -1e18;
-  std::map<std::string, std::vector<size_t>> search_groups_;  // LR search: group -> runs
-  std::map<std::string, int> search_rounds_;  // LR search: refinement rounds added per group
   SweepOutcome out_;
   std::function<double()> now_;
   std::function<void(double)> sleep_;
