@@ -160,6 +160,7 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
       b.lr.high = std::max(b.lr.high, std::exp(cell_hi));
       b.lr.method = b.seeds >= 2 ? "bootstrap over seeds, and at least the LR grid's cell"
                                  : "the LR grid's resolution (one seed)";
+      if (b.lrs < 2) b.lr.MarkUnavailable("one LR tried at this batch size: no optimum to locate");
     } else {
       b.lr.MarkUnavailable("no LR reached the target with every seed");
     }

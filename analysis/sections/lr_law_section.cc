@@ -14,6 +14,7 @@ nlohmann::json Finite(double v) { return std::isfinite(v) ? nlohmann::json(v) : 
 
 std::string Edge(const BestLr& b) {
   if (!b.reached) return "no LR reached the target";
+  if (b.lrs < 2) return "one LR tried: no optimum";
   if (b.at_low_edge) return "smallest LR tried: optimum <= it";
   if (b.at_high_edge) return "largest LR tried: optimum >= it";
   return b.interpolated ? "interpolated" : "grid";
@@ -100,7 +101,9 @@ std::vector<Table> LrTables(const LrSection& s) {
       "seed that missed it: not a candidate); best_lr: the parabola's vertex in log LR through the "
       "grid's best and its neighbours, else the grid's best; interval: {:s}; law_lr: c * B^alpha "
       "(docs/methods.md §11).",
-      s.path, s.target, "percentile bootstrap over seeds and the LR grid's resolution"));
+      s.path, s.target,
+      "expanded percentile bootstrap over seeds, holding at least the grid best's cell (one "
+      "seed: that cell)"));
   return {per_b, fit};
 }
 
