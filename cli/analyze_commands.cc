@@ -1,4 +1,4 @@
-// `batchlab analyze gns|target|crit|pareto|sync|scaling|project|recommend --sweep NAME
+// `batchlab analyze gns|target|crit|lr|pareto|sync|scaling|project|recommend --sweep NAME
 // [--format table|csv|json]`: loads one sweep read-only and prints one analysis section
 // (analysis/sections/study.h); each subcommand has only the flags its section reads.
 //
@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "analysis/sections/critical_batch_branched_section.h"
+#include "analysis/sections/lr_law_section.h"
 #include "analysis/sections/recommendation.h"
 #include "analysis/sections/schedule_compare.h"
 #include "analysis/sections/study.h"
@@ -215,6 +216,12 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       tables = CritTables(crit);
       std::vector<Table> best = TargetTables(target);
       tables.push_back(best.front());
+    } else if (what == "lr") {
+      const LrSection lr = AnalyzeLr(sweep, target, o);
+      if (!lr.status.ok()) return lr.status;
+      j["lr"] = LrJson(lr);
+      tables = LrTables(lr);
+      headline = LrLines(lr);
     } else if (what == "sync") {
       const SyncSection sync = AnalyzeSync(sweep, target.hits, target.target);
       j["sync"] = SyncJson(sync);
@@ -233,7 +240,8 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
         tables = ProjectionTables(p);
       } else {
         const CritSection crit = AnalyzeCrit(target, GnsSection{}, o);
-        const RecommendationSection r = AnalyzeRecommendation(target, crit, p, prefer);
+        RecommendationSection r = AnalyzeRecommendation(target, crit, p, prefer);
+        r.lr = LrRecommendation(AnalyzeLr(sweep, target, o), r.ChosenMeasured().choice.batch_size);
         j["recommendation"] = RecommendationJson(r);
         headline = RecommendationLines(r);
         tables = {RecommendationTable(r)};
@@ -275,6 +283,10 @@ void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
       {"crit", "Critical batch size: fit of S = S_min(1 + B_crit/B), with bootstrap CI",
        kTargetFlag | kGnsFlags | kBootstrapFlags},
       {"pareto", "Pareto frontier of time vs compute to the target", kTargetFlag},
+      {"lr",
+       "The learning-rate law: best LR per batch size with an interval, eta_opt = c*B^alpha "
+       "with alpha's interval, a peak where the best LR falls again",
+       kTargetFlag | kBootstrapFlags},
       {"sync",
        "Synchronization modes side by side: steps, time and compute to the target, wait, "
        "staleness, effective batch (with and without a straggler)",

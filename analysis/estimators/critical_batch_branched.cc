@@ -38,6 +38,68 @@ double Crossing(const std::vector<double>& ks, const std::vector<double>& gaps, 
 
 std::string Batch(double b) { return results::FormatNumber(b); }
 
+// Weighted isotonic (non-decreasing) regression by pool-adjacent-violators (Barlow, Bartholomew,
+// Bremner & Brunk 1972, "Statistical Inference under Order Restrictions", ch. 1; Robertson,
+// Wright & Dykstra 1988, §1.2), then clipped at 0: the fitted gap of the smallest k is 0 by
+// definition, and the bounded isotonic fit is the clipped unbounded one (Robertson et al. §1.6).
+// gaps[0] (the reference) is kept at 0; only gaps[1..n) are fitted.
+std::vector<double> MonotoneGaps(const std::vector<double>& gaps, const std::vector<double>& w,
+                                 size_t n) {
+  struct Block {
+    double mean, weight;
+    size_t count;
+  };
+  std::vector<Block> blocks;
+  for (size_t i = 1; i < n; ++i) {
+    blocks.push_back({gaps[i], w[i], 1});
+    while (blocks.size() > 1 && blocks[blocks.size() - 2].mean > blocks.back().mean) {
+      const Block b = blocks.back();
+      blocks.pop_back();
+      Block& a = blocks.back();
+      const double weight = a.weight + b.weight;
+      a.mean = (a.mean * a.weight + b.mean * b.weight) / weight;
+      a.weight = weight;
+      a.count += b.count;
+    }
+  }
+  std::vector<double> out(n, 0.0);
+  size_t i = 1;
+  for (const Block& b : blocks) {
+    for (size_t j = 0; j < b.count; ++j) out[i++] = std::max(0.0, b.mean);
+  }
+  return out;
+}
+
+double SampleVariance(const std::vector<double>& v) {
+  if (v.size() < 2) return std::nan("");
+  const double m = Mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return s / static_cast<double>(v.size() - 1);
+}
+
+// The smallest index j whose every value exceeds every value of index 0 by more than `tol`: its
+// gap passes ε in every resample, so nothing above it can change the crossing. The fit reads only
+// indices <= j (orchestrator/plan/branch_pruning.h prunes exactly the branches above it).
+size_t SureExceedance(const std::vector<std::vector<const BranchRun*>>& runs, double tol) {
+  auto range = [](const std::vector<const BranchRun*>& rs) {
+    double lo = kInf, hi = -kInf;
+    for (const BranchRun* r : rs) {
+      for (double v : r->last_values) {
+        if (!std::isfinite(v)) return std::make_pair(std::nan(""), std::nan(""));
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+    return std::make_pair(lo, hi);
+  };
+  const double ref_high = range(runs[0]).second;
+  for (size_t j = 1; j < runs.size(); ++j) {
+    if (range(runs[j]).first - ref_high > tol) return j;
+  }
+  return runs.size() - 1;
+}
+
 }  // namespace
 
 StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& options) {
@@ -57,6 +119,7 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
         "at least 2",
         point.at_step, by_k.size()));
   }
+  const bool fit = options.method == CbsMethod::kMonotoneFit;
   CbsPoint out;
   out.trunk_id = point.trunk_id;
   out.at_step = point.at_step;
@@ -64,78 +127,147 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
   out.trunk_batch = point.trunk_batch;
   out.lr_factor_by_k = point.lr_factor_by_k;
   const double b0 = static_cast<double>(point.trunk_batch);
-  std::vector<double> ks, means;
-  bool multi_seed = true;
-  for (const auto& [k, runs] : by_k) {
-    std::vector<double> per_seed;
-    for (const BranchRun* r : runs) per_seed.push_back(Mean(r->last_values));
+  std::vector<double> ks;
+  std::vector<std::vector<const BranchRun*>> runs;
+  for (auto& [k, rs] : by_k) {
+    // Seed order, so that index s is the same seed at every k when the seeds are paired.
+    std::sort(rs.begin(), rs.end(),
+              [](const BranchRun* a, const BranchRun* b) { return a->seed < b->seed; });
     ks.push_back(k);
-    means.push_back(Mean(per_seed));
-    multi_seed = multi_seed && runs.size() >= 2;
+    runs.push_back(rs);
   }
-  bool any_spread = false;  // some k has 2 or more values to resample
-  for (const auto& [k, runs] : by_k) {
-    any_spread = any_spread || runs.size() >= 2 || runs.front()->last_values.size() >= 2;
+  const size_t nk = ks.size();
+  // Paired: every k ran the same seeds (2 or more, each once). The runner gives one seed the same
+  // rows in the same order at every k (docs/protocol.md, "Branch runs"), so a seed's losses at
+  // two k share their data noise; the bootstrap then resamples seeds jointly across k.
+  bool paired = fit && runs[0].size() >= 2;
+  for (size_t i = 0; paired && i < nk; ++i) {
+    paired = runs[i].size() == runs[0].size();
+    for (size_t s = 0; paired && s < runs[i].size(); ++s) {
+      paired = runs[i][s]->seed == runs[0][s]->seed && (s == 0 || runs[i][s - 1]->seed != runs[i][s]->seed);
+    }
   }
-  out.bootstrap = multi_seed ? "seeds and last evaluations"
+  std::vector<std::vector<double>> per_seed(nk);  // each run's smoothed loss
+  std::vector<double> means(nk);
+  bool multi_seed = true, any_spread = false;
+  for (size_t i = 0; i < nk; ++i) {
+    for (const BranchRun* r : runs[i]) per_seed[i].push_back(Mean(r->last_values));
+    means[i] = Mean(per_seed[i]);
+    multi_seed = multi_seed && runs[i].size() >= 2;
+    any_spread = any_spread || runs[i].size() >= 2 || runs[i].front()->last_values.size() >= 2;
+  }
+  out.paired = paired;
+  out.bootstrap = multi_seed ? (paired ? "seeds (paired across k) and last evaluations"
+                                       : "seeds and last evaluations")
                   : any_spread ? "last evaluations"
                                : "none";
-  std::vector<double> gaps(ks.size());
-  for (size_t i = 0; i < ks.size(); ++i) gaps[i] = means[i] - means[0];
+  std::vector<double> gaps(nk);
+  for (size_t i = 0; i < nk; ++i) gaps[i] = means[i] - means[0];
 
-  // Bootstrap replicates: every k's seeds resampled, and each seed's last values. Each k draws
-  // from a stream of its own, so the replicates of the smaller k do not depend on which larger
-  // k exist: an analysis without branches that could not change it (orchestrator/
-  // branch_pruning.h) gives the same interval.
+  // The monotone fit reads k up to the first one that passes ε in every resample (exact pruning),
+  // each gap weighted by its inverse variance (paired: of the per-seed differences; else the sum
+  // of the two means' variances); equal weights per seed when a variance is missing or zero.
+  size_t n_fit = fit ? SureExceedance(runs, options.tolerance) + 1 : nk;
+  std::vector<double> weights(nk, 1.0), variance(nk, std::nan(""));
+  bool have_var = multi_seed;
+  for (size_t i = 1; i < n_fit && have_var; ++i) {
+    if (paired) {
+      std::vector<double> d;
+      for (size_t s = 0; s < per_seed[i].size(); ++s) d.push_back(per_seed[i][s] - per_seed[0][s]);
+      variance[i] = SampleVariance(d) / static_cast<double>(d.size());
+    } else {
+      variance[i] = SampleVariance(per_seed[i]) / static_cast<double>(per_seed[i].size()) +
+                    SampleVariance(per_seed[0]) / static_cast<double>(per_seed[0].size());
+    }
+    have_var = std::isfinite(variance[i]) && variance[i] > 0;
+    weights[i] = have_var ? 1.0 / variance[i] : 0;
+  }
+  if (!have_var) {
+    for (size_t i = 0; i < nk; ++i) weights[i] = static_cast<double>(runs[i].size());
+  } else {
+    // The fit also ends at the first k whose gap exceeds ε significantly (by z standard errors,
+    // z the interval's normal quantile): the gap curve can fall again at larger k (a branch whose
+    // LR is past stability), and a monotone fit must not pool those k into the crossing.
+    const double z = NormalQuantile(1 - (1 - options.confidence) / 2);
+    for (size_t i = 1; i < n_fit; ++i) {
+      if (gaps[i] - z * std::sqrt(variance[i]) > options.tolerance) {
+        n_fit = i + 1;
+        break;
+      }
+    }
+  }
+  auto curve = [&](const std::vector<double>& g) {
+    if (!fit) return g;
+    std::vector<double> c = MonotoneGaps(g, weights, n_fit);
+    return c;
+  };
+
+  // Bootstrap replicates: every k's seeds resampled (paired: the same draw for every k), and each
+  // seed's last values. Each k draws its evaluations from a stream of its own, so the replicates
+  // of the smaller k do not depend on which larger k exist: an analysis without branches that
+  // could not change it (orchestrator/plan/branch_pruning.h) gives the same interval.
   std::vector<Resampler> streams;
-  for (size_t i = 0; i < ks.size(); ++i) {
+  for (size_t i = 0; i < nk; ++i) {
     streams.emplace_back(options.seed * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL * (i + 1));
   }
-  std::vector<std::vector<double>> gap_reps(ks.size());
+  Resampler seed_stream(options.seed * 0x9e3779b97f4a7c15ULL + 0x2545f4914f6cdd1dULL);
+  std::vector<std::vector<double>> gap_reps(nk);
   std::vector<double> crossing_reps;
-  std::vector<double> rep_means(ks.size()), rep_gaps(ks.size());
+  std::vector<double> rep_means(nk), rep_gaps(nk);
+  std::vector<size_t> draw;
   for (int b = 0; b < options.resamples; ++b) {
-    size_t i = 0;
-    for (const auto& [k, runs] : by_k) {
+    if (paired) {
+      draw.resize(runs[0].size());
+      for (size_t& d : draw) d = seed_stream.Index(runs[0].size());
+    }
+    for (size_t i = 0; i < nk; ++i) {
       Resampler& rs = streams[i];
+      const std::vector<const BranchRun*>& rr = runs[i];
       double sum = 0;
-      for (size_t s = 0; s < runs.size(); ++s) {
-        const BranchRun* r = runs[runs.size() >= 2 ? rs.Index(runs.size()) : 0];
+      for (size_t s = 0; s < rr.size(); ++s) {
+        const size_t idx = paired ? draw[s] : rr.size() >= 2 ? rs.Index(rr.size()) : 0;
+        const BranchRun* r = rr[idx];
+        // With seeds, the fit resamples seeds only: a seed's mean already carries its
+        // evaluations' noise, and resampling both levels overstates the variance (Davison &
+        // Hinkley 1997, "Bootstrap Methods and their Application", §3.8).
+        if (fit && rr.size() >= 2) {
+          sum += per_seed[i][idx];
+          continue;
+        }
         double inner = 0;
         for (size_t e = 0; e < r->last_values.size(); ++e) {
           inner += r->last_values[rs.Index(r->last_values.size())];
         }
         sum += inner / static_cast<double>(r->last_values.size());
       }
-      rep_means[i++] = sum / static_cast<double>(runs.size());
+      rep_means[i] = sum / static_cast<double>(rr.size());
     }
-    for (size_t j = 0; j < ks.size(); ++j) {
+    for (size_t j = 0; j < nk; ++j) {
       rep_gaps[j] = rep_means[j] - rep_means[0];
       gap_reps[j].push_back(rep_gaps[j]);
     }
-    crossing_reps.push_back(Crossing(ks, rep_gaps, options.tolerance));
+    crossing_reps.push_back(Crossing(ks, curve(rep_gaps), options.tolerance));
   }
-  size_t i = 0;
-  for (const auto& [k, runs] : by_k) {
+  for (size_t i = 0; i < nk; ++i) {
     CbsPerK pk;
-    pk.multiplier = k;
-    pk.batch_size = std::llround(k * b0);
-    pk.seeds = static_cast<int>(runs.size());
+    pk.multiplier = ks[i];
+    pk.batch_size = std::llround(ks[i] * b0);
+    pk.seeds = static_cast<int>(runs[i].size());
     pk.loss = means[i];
     pk.gap = i == 0 ? Interval{0, 0, 0, options.confidence,
                                "the reference batch: gap 0 by definition", ""}
                     : PercentileInterval(gaps[i], gap_reps[i], options.confidence);
     out.per_k.push_back(pk);
-    ++i;
   }
   // Merrill's rule: the largest k whose gap, and every smaller k's, is within ε.
   size_t last_ok = 0;
-  while (last_ok + 1 < ks.size() && gaps[last_ok + 1] <= options.tolerance) ++last_ok;
+  while (last_ok + 1 < nk && gaps[last_ok + 1] <= options.tolerance) ++last_ok;
   out.merrill_batch = out.per_k[last_ok].batch_size;
-  out.merrill_censored = last_ok + 1 == ks.size();
+  out.merrill_censored = last_ok + 1 == nk;
 
   const double k_max = ks.back();
-  const double crossing = Crossing(ks, gaps, options.tolerance);
+  out.fitted_gap = curve(gaps);
+  const double crossing = Crossing(ks, out.fitted_gap, options.tolerance);
   Interval ci = PercentileInterval(crossing, crossing_reps, options.confidence);
   out.interval_available = any_spread;
   out.censored = !std::isfinite(crossing);

@@ -7,10 +7,14 @@
 //
 //  * Merrill's rule: the largest k x B0 such that every k' <= k has a mean gap within the
 //    tolerance ε. A grid value, with no interval.
-//  * The crossing: where the mean gap, linear between neighbouring k in log k, first passes the
-//    tolerance (the first k whose gap exceeds it and the one before). Its interval is a percentile
-//    bootstrap (Efron & Tibshirani 1993): each k's seeds resampled with replacement, and within
-//    each seed its last evaluations; a replicate where no k exceeds the tolerance counts as +inf.
+//  * The crossing: where the gap curve, linear between neighbouring k in log k, first passes the
+//    tolerance. The curve is a monotone fit of the mean gaps (weighted isotonic regression, the
+//    gaps weighted by their inverse variance), read only up to the first k that passes the
+//    tolerance in every resample (so exact pruning of the larger k changes nothing); the older
+//    estimator (CbsMethod::kFirstExceedance) reads the raw mean gaps instead. Its interval is a
+//    percentile bootstrap (Efron & Tibshirani 1993) over the fit: each k's seeds resampled with
+//    replacement (jointly across k when every k ran the same seeds: paired), and within each seed
+//    its last evaluations, then refitted; a replicate where no k exceeds the tolerance is +inf.
 //    When even the largest k stays within the tolerance the estimate is censored: "≥ k_max x B0",
 //    never a number; an interval whose upper end is +inf is reported as open-ended.
 //
@@ -58,8 +62,14 @@ struct BranchPointData {
 // smoothed loss is lowest, and records the choice (the LR search per branch batch).
 void ChooseBranchLr(BranchPointData* point);
 
+// How the crossing is read: from a monotone fit of the gap curve (the default), or from the raw
+// mean gaps' first exceedance of ε (the estimator before issue 34, kept for comparison: skewed
+// when the seed noise is near ε, docs/methods.md §10).
+enum class CbsMethod { kMonotoneFit, kFirstExceedance };
+
 struct CbsOptions {
   double tolerance = 0.01;  // ε: a loss gap still counted as recovered
+  CbsMethod method = CbsMethod::kMonotoneFit;
   int resamples = 2000;
   double confidence = 0.95;
   uint64_t seed = 1;
@@ -90,7 +100,9 @@ struct CbsPoint {
   // False with one value per k (one seed, one evaluation): nothing to resample, so low and high
   // are NaN ("unavailable"), never a zero-width interval.
   bool interval_available = true;
-  std::string bootstrap;  // "seeds and last evaluations", "last evaluations", "none"
+  std::string bootstrap;  // "seeds (paired across k) and last evaluations", "last evaluations", ...
+  bool paired = false;    // every k ran the same seeds; resampled jointly
+  std::vector<double> fitted_gap;  // per k, the curve the crossing is read on (0 for the first)
   std::string reading;    // one sentence from the numbers
 };
 

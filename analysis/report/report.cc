@@ -127,6 +127,9 @@ std::vector<Table> StudyTables(const Study& s) {
                        ScalingTables(s.scaling), ProjectionTables(s.projection)}) {
     out.insert(out.end(), group.begin(), group.end());
   }
+  if (s.lr.varied) {
+    for (const Table& t : LrTables(s.lr)) out.push_back(t);
+  }
   if (!s.cbs.points.empty()) {
     for (const Table& t : CbsTables(s.cbs)) out.push_back(t);
   }
@@ -141,6 +144,10 @@ std::string RenderMarkdown(const Study& s) {
     md +=
         fmt::format("\n## Recommendation (prefer {})\n\n", PreferenceName(s.recommendation.prefer));
     for (const std::string& line : RecommendationLines(s.recommendation)) md += line + "\n\n";
+  }
+  if (s.lr.varied) {
+    md += "\n## Learning-rate law (best LR per batch size)\n\n";
+    for (const std::string& line : LrLines(s.lr)) md += "- " + line + "\n";
   }
   if (!s.cbs.points.empty()) {
     md += "\n## Critical batch size over training (branch study)\n\n";

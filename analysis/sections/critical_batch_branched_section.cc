@@ -117,8 +117,9 @@ std::vector<Table> CbsTables(const CbsSection& s) {
     }
   }
   curve.notes.push_back(fmt::format(
-      "b_crit: where the loss gap to the smallest branch batch, linear in log k, passes the "
-      "tolerance {} ({}); interval: percentile bootstrap over seeds and last evaluations; "
+      "b_crit: where a monotone fit of the loss gap to the smallest branch batch, linear in log "
+      "k, passes the tolerance {} ({}); interval: percentile bootstrap over the fit (the column "
+      "bootstrap says what was resampled); "
       "\"≥\": censored, even the largest batch recovered. merrill_eps_rule: the largest grid "
       "batch within the tolerance (Merrill et al. 2025). b_simple: the trunk's noise scale at "
       "the point (McCandlish et al. 2018).",

@@ -283,6 +283,7 @@ std::vector<std::string> RecommendationLines(const RecommendationSection& s) {
   std::vector<std::string> out = {RecommendationSentence(s.ChosenMeasured())};
   const std::string crit = CritSentence(s.ChosenMeasured());
   if (!crit.empty()) out.push_back(crit);
+  if (!s.lr.empty()) out.push_back(s.lr);
   out.push_back(RecommendationSentence(s.ChosenProjected()));
   return out;
 }
@@ -323,6 +324,7 @@ nlohmann::json RecommendationJson(const RecommendationSection& s) {
                       {"compute_unit", ComputeUnitName(s.ChosenMeasured().compute_unit)},
                       {"measured", OneJson(s.ChosenMeasured())},
                       {"projected", OneJson(s.ChosenProjected())}};
+  if (!s.lr.empty()) j["lr"] = s.lr;
   j["all"] = nlohmann::json::array();
   for (const auto* group : {&s.measured, &s.projected}) {
     for (const Recommendation& r : *group) j["all"].push_back(OneJson(r));

@@ -111,6 +111,10 @@ struct RecommendationSection {
   std::vector<Recommendation> measured;   // time, compute, balanced
   std::vector<Recommendation> projected;  // the same on the projection's profile
 
+  // The LR that goes with the chosen batch, from the measured LR law (lr_law_section.h,
+  // LrRecommendation); empty when the study measured none.
+  std::string lr;
+
   const Recommendation& ChosenMeasured() const { return measured[static_cast<int>(prefer)]; }
   const Recommendation& ChosenProjected() const { return projected[static_cast<int>(prefer)]; }
 };

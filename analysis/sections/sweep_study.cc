@@ -37,9 +37,15 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
     s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
     s.pareto = AnalyzePareto(s.target);  // points into s.target, which no longer moves here
     s.recommendation = AnalyzeRecommendation(s.target, s.crit, s.projection, prefer);
+    s.lr = AnalyzeLr(sweep, s.target, options);
+    if (!s.recommendation.measured.empty()) {
+      s.recommendation.lr =
+          LrRecommendation(s.lr, s.recommendation.ChosenMeasured().choice.batch_size);
+    }
     s.sync = AnalyzeSync(sweep, s.target.hits, s.target.target);
   } else {
     s.target_status = target.status();
+    s.lr.status = target.status();
     s.crit.status = target.status();
     s.crit.b_simple = s.gns.median;
     s.projection.status = target.status();

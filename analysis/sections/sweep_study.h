@@ -12,6 +12,7 @@
 #include <string>
 
 #include "analysis/sections/critical_batch_branched_section.h"
+#include "analysis/sections/lr_law_section.h"
 #include "analysis/sections/recommendation.h"
 #include "analysis/sections/run_curves.h"
 #include "analysis/sections/study.h"
@@ -37,6 +38,7 @@ struct Study {
   SyncSection sync;                      // shown when the sweep varies the synchronization
   RecommendationSection recommendation;  // empty without a target
   CurvesSection curves;                  // per-run loss, test loss, accuracy and lr, for the charts
+  LrSection lr;    // the measured LR law (shown when some batch size tried several LRs)
   CbsSection cbs;  // a branch study's critical batch size over training (empty: no branches)
 
   Study() = default;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -167,6 +168,35 @@ TEST_F(AnalyzeCliTest, ParetoListsFrontierRuns) {
   }
 }
 
+// The synthetic sweep tried lr.base 0.05 and 0.1 and 0.1 is faster at every batch size: every
+// best LR is the largest tried, so the LR law says the optimum lies beyond the grid (no law).
+TEST_F(AnalyzeCliTest, LrReportsEachBestLrAndNoLawWhenEveryOptimumIsAtTheGridsEdge) {
+  nlohmann::json j = Json("analyze lr --sweep synthetic --resamples 100");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["analysis"], "lr");
+  EXPECT_EQ(j["lr"]["path"], "lr.base");
+  ASSERT_FALSE(j["lr"]["laws"].empty());
+  for (const auto& law : j["lr"]["laws"]) {
+    EXPECT_FALSE(law["fitted"].get<bool>());
+    EXPECT_TRUE(law["alpha"]["value"].is_null());
+    for (const auto& b : law["per_batch_size"]) {
+      if (!b["reached"].get<bool>()) continue;
+      EXPECT_EQ(b["grid_best_lr"].get<double>(), 0.1) << b.dump();
+      EXPECT_TRUE(b["at_high_edge"].get<bool>()) << b.dump();
+    }
+  }
+  Result r = Analyze("analyze lr --sweep synthetic --resamples 100");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("No LR law"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("largest LR tried"), std::string::npos) << r.out;
+  r = Analyze("analyze lr --sweep synthetic --resamples 100 --format csv");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("others,batch_size,lrs,seeds,best_lr", 0), 0u) << r.out;
+  r = Analyze("analyze lr --sweep synthetic --confidence 2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--confidence"), std::string::npos) << r.out;
+}
+
 TEST_F(AnalyzeCliTest, BadInputExitsTwoNamingTheFlag) {
   Result r = Analyze("analyze crit --sweep nosuch");
   EXPECT_EQ(r.exit_code, 2);
@@ -199,6 +229,11 @@ TEST_F(AnalyzeCliTest, ReportWritesItsFilesAndRefusesBadInput) {
   EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
   EXPECT_TRUE(std::filesystem::exists(out + "/report.md"));
   EXPECT_TRUE(std::filesystem::exists(out + "/critical_batch.csv"));
+  // The sweep tried two LRs per batch size: the report has the learning-rate law's section.
+  EXPECT_TRUE(std::filesystem::exists(out + "/lr_law.csv"));
+  std::ifstream md(out + "/report.md");
+  const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("## Learning-rate law"), std::string::npos);
 
   const std::string bad = dir_->File("report-bad");
   r = Analyze("report --sweep synthetic --profile nowhere --out " + bad);

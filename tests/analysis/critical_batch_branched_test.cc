@@ -1,181 +1,194 @@
-// The critical batch size over training (analysis/estimators/critical_batch_branched.h) against a noisy quadratic model
-// whose expected loss after Δ samples at any batch, from a given trunk state, is known in closed
-// form (Zhang et al. 2019's NQM: loss ½ Σ h_i x_i², per-example gradient noise of covariance cH).
-// SGD at batch B and LR η from x: E[x_i²] after one step = (1 - η h_i)² x_i² + η² c h_i / B.
-// The trunk trains at B0; at each branch point, branches at k x B0 (LR linear in k) train the
-// same Δ samples, several seeds each; the estimator must find the true crossing of the tolerance
-// (the expected gaps at the same grid, interpolated the same way) inside its interval, at every
-// point, and report "≥ largest" (censored) when no branch falls behind.
+// The critical batch size over training (analysis/estimators/critical_batch_branched.h) against
+// a noisy quadratic model whose expected loss after Δ samples at any batch, from a given trunk
+// state, is known in closed form (Zhang et al. 2019's NQM: loss ½ Σ h_i x_i², per-example
+// gradient noise of covariance cH; tests/analysis/noisy_quadratic.h). The trunk trains at B0; at
+// each branch point, branches at k x B0 (LR linear in k) train the same Δ samples, several seeds
+// each; the estimator must land within ±15% of the true crossing of the tolerance (the expected
+// gaps at the same grid, interpolated the same way) with the truth inside its interval, at every
+// point of three noise levels, and report "≥ largest" (censored) when no branch falls behind.
+//
+// The 200-repetition measurement of docs/methods.md §10 (coverage per point, old estimator beside
+// the new):
+//   BATCHLAB_CBS_MEASURE=200 build/tests/analysis/analysis_critical_batch_branched_test
+//       --gtest_filter='*Measure*'
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
+#include <cstdlib>
 #include <map>
 #include <vector>
 
 #include "analysis/estimators/critical_batch_branched.h"
+#include "tests/analysis/noisy_quadratic.h"
 
 namespace batchlab::analysis {
 namespace {
 
-constexpr int kDims = 100;
-constexpr double kNoise = 50.0;  // c
-constexpr double kLr0 = 0.04;    // η at B0 (linear rule: η = k η0)
-constexpr int64_t kB0 = 8;
-constexpr int64_t kDelta = 8 * 64;  // samples per branch
-constexpr int kEvals = 3;           // smoothing: the last 3 steps' losses
-const std::vector<double> kKs = {1, 2, 4, 8, 16, 32, 64};
+using testing::NqmBranches;
 
-double H(int i) { return 1.0 / (i + 1); }
+// Three noise levels: the per-seed sd of a branch's smoothed loss near the crossing is about
+// 2-4 ε today (c = 50, ε = 0.05), 0.05-0.25 ε far below (c = 0.05, ε = 0.02) and about 20 ε
+// far above (c = 500, ε = 0.05). Seeds paired across k (the runner's data order). Far above ε,
+// 128 seeds do not determine the crossing to ±15% (docs/methods.md §10: the paired gaps' standard
+// error there is comparable to the gaps themselves); the test asks there only for the truth
+// inside the interval.
+struct Setting {
+  const char* name;
+  double noise, tolerance;
+  int seeds;
+  bool within15;  // ±15% expected at every point
+};
+const Setting kSettings[] = {
+    {"today (c = 50, eps = 0.05)", 50, 0.05, 128, true},
+    {"noise far below eps (c = 0.05, eps = 0.02)", 0.05, 0.02, 32, true},
+    {"noise far above eps (c = 500, eps = 0.05)", 500, 0.05, 128, false},
+};
+const int64_t kPoints[] = {20, 100, 400, 1600};
 
-double Loss(const std::vector<double>& x) {
-  double s = 0;
-  for (int i = 0; i < kDims; ++i) s += 0.5 * H(i) * x[i] * x[i];
-  return s;
+NqmBranches Model(const Setting& s, bool paired = true) {
+  NqmBranches::Config c;
+  c.noise = s.noise;
+  c.paired = paired;
+  return NqmBranches(c);
 }
 
-void SgdStep(std::vector<double>& x, double lr, double batch, std::mt19937_64& rng) {
-  std::normal_distribution<double> normal(0.0, 1.0);
-  for (int i = 0; i < kDims; ++i) {
-    x[i] -= lr * (H(i) * x[i] + std::sqrt(kNoise * H(i) / batch) * normal(rng));
-  }
+CbsOptions Options(double tol, int resamples, double confidence,
+                   CbsMethod method = CbsMethod::kMonotoneFit) {
+  CbsOptions o;
+  o.tolerance = tol;
+  o.resamples = resamples;
+  o.confidence = confidence;
+  o.method = method;
+  return o;
 }
 
-// The mean of the expected losses at the last kEvals steps of a branch at k from state x0.
-double ExpectedSmoothedLoss(const std::vector<double>& x0, double k) {
-  const double lr = kLr0 * k, batch = k * kB0;
-  const auto steps = static_cast<int>(kDelta / static_cast<int64_t>(batch));
-  std::vector<double> m(kDims);
-  for (int i = 0; i < kDims; ++i) m[i] = x0[i] * x0[i];
-  double sum = 0;
-  int n = 0;
-  for (int s = 1; s <= steps; ++s) {
-    double loss = 0;
-    for (int i = 0; i < kDims; ++i) {
-      const double a = (1 - lr * H(i)) * (1 - lr * H(i));
-      m[i] = a * m[i] + lr * lr * kNoise * H(i) / batch;
-      loss += 0.5 * H(i) * m[i];
-    }
-    if (s > steps - std::min(kEvals, steps)) {
-      sum += loss;
-      ++n;
-    }
-  }
-  return sum / n;
-}
-
-// The true crossing (as a batch size): the expected gaps on the grid, interpolated in log k.
-double TrueCrossing(const std::vector<double>& x0, double tol) {
-  std::vector<double> gaps;
-  const double base = ExpectedSmoothedLoss(x0, kKs[0]);
-  for (double k : kKs) gaps.push_back(ExpectedSmoothedLoss(x0, k) - base);
-  for (size_t i = 1; i < kKs.size(); ++i) {
-    if (gaps[i] > tol) {
-      const double t = (tol - gaps[i - 1]) / (gaps[i] - gaps[i - 1]);
-      return kB0 * std::exp(std::log(kKs[i - 1]) + t * (std::log(kKs[i]) - std::log(kKs[i - 1])));
-    }
-  }
-  return INFINITY;
-}
-
-// The branches of one point, simulated: `seeds` runs per k from x0.
-BranchPointData Simulate(const std::vector<double>& x0, int64_t at_step, int seeds,
-                         uint64_t seed) {
-  BranchPointData p;
-  p.trunk_id = "trunk";
-  p.at_step = at_step;
-  p.at_samples = at_step * kB0;
-  p.trunk_batch = kB0;
-  std::mt19937_64 rng(seed);
-  for (double k : kKs) {
-    for (int s = 0; s < seeds; ++s) {
-      std::vector<double> x = x0;
-      const auto steps = static_cast<int>(kDelta / static_cast<int64_t>(k * kB0));
-      BranchRun run;
-      run.multiplier = k;
-      run.seed = s;
-      for (int j = 1; j <= steps; ++j) {
-        SgdStep(x, kLr0 * k, k * kB0, rng);
-        if (j > steps - std::min(kEvals, steps)) run.last_values.push_back(Loss(x));
+TEST(BranchCbs, LandsWithin15PercentOfTheTruthAtEveryPointWithTheTruthInItsInterval) {
+  for (const Setting& set : kSettings) {
+    const NqmBranches nqm = Model(set);
+    std::vector<CbsPoint> points;
+    for (int64_t at : kPoints) {
+      SCOPED_TRACE(std::string(set.name) + ", branch point at trunk step " + std::to_string(at));
+      const std::vector<double> x0 = nqm.Trunk(at, 11);
+      const double truth = nqm.TrueCrossing(x0, set.tolerance);
+      const BranchPointData data = nqm.Simulate(x0, at, set.seeds, 100 + static_cast<uint64_t>(at));
+      auto c = EstimateCbs(data, Options(set.tolerance, 1000, 0.95));
+      auto old = EstimateCbs(data, Options(set.tolerance, 1000, 0.95, CbsMethod::kFirstExceedance));
+      ASSERT_TRUE(c.ok() && old.ok()) << c.status().message();
+      std::printf("%s step %ld: truth %.4g | new %.4g [%.4g, %.4g] | old %.4g [%.4g, %.4g]\n",
+                  set.name, static_cast<long>(at), truth, c->b_crit.value, c->b_crit.low,
+                  c->b_crit.high, old->b_crit.value, old->b_crit.low, old->b_crit.high);
+      EXPECT_TRUE(c->paired);
+      EXPECT_EQ(c->per_k.size(), nqm.config().ks.size());
+      if (!std::isfinite(truth)) {  // no expected gap passes ε: "≥ the largest batch"
+        EXPECT_TRUE(c->censored);
+        continue;
       }
-      p.runs.push_back(std::move(run));
+      EXPECT_FALSE(c->censored);
+      if (set.within15) {
+        EXPECT_NEAR(c->b_crit.value / truth, 1.0, 0.15);
+      }
+      EXPECT_LE(c->b_crit.low, truth);
+      EXPECT_GE(c->b_crit.high, truth);
+      EXPECT_LT(c->b_crit.low, c->b_crit.high);  // an interval, not a point
+      points.push_back(*c);
+    }
+    // The curve rises over training (Merrill et al.: near 0 at the start, then growing).
+    ASSERT_GE(points.size(), 2u);
+    if (set.within15) {
+      EXPECT_LT(points.front().b_crit.value, points.back().b_crit.value) << set.name;
     }
   }
-  return p;
 }
 
-// The trunk's state after `steps` steps at B0 from x ~ N(0, 4 I).
-std::vector<double> Trunk(int64_t steps, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, 2.0);
-  std::vector<double> x(kDims);
-  for (double& v : x) v = normal(rng);
-  for (int64_t s = 0; s < steps; ++s) SgdStep(x, kLr0, kB0, rng);
-  return x;
-}
-
-TEST(BranchCbs, RecoversTheTrueCriticalBatchAtEveryPointWithinItsInterval) {
-  const double tol = 0.05;
-  std::vector<CbsPoint> points;
-  for (int64_t at : {20, 100, 400, 1600}) {
-    SCOPED_TRACE("branch point at trunk step " + std::to_string(at));
-    const std::vector<double> x0 = Trunk(at, 11);
-    const double truth = TrueCrossing(x0, tol);
-    ASSERT_TRUE(std::isfinite(truth)) << "the test problem must cross the tolerance here";
-    // At 99 % per point, all four hold with probability about 0.96 if the interval is honest
-    // (the coverage test below checks the 95 % interval's rate directly).
-    CbsOptions opt;
-    opt.tolerance = tol;
-    opt.resamples = 1000;
-    opt.confidence = 0.99;
-    auto c = EstimateCbs(Simulate(x0, at, 32, 100 + static_cast<uint64_t>(at)), opt);
-    ASSERT_TRUE(c.ok()) << c.status().message();
-    EXPECT_FALSE(c->censored);
-    std::printf("point %ld: truth %.4g estimate %.4g [%.4g, %.4g]\n", static_cast<long>(at), truth,
-                c->b_crit.value, c->b_crit.low, c->b_crit.high);
-    EXPECT_LE(c->b_crit.low, truth);
-    EXPECT_GE(c->b_crit.high, truth);
-    EXPECT_LT(c->b_crit.low, c->b_crit.high);  // an interval, not a point
-    EXPECT_EQ(c->per_k.size(), kKs.size());
-    EXPECT_EQ(c->per_k.front().gap.value, 0.0);
-    RecordProperty("truth_" + std::to_string(at), std::to_string(truth));
-    points.push_back(*c);
-  }
-  // The curve rises over training (Merrill et al.: near 0 at the start, then growing).
-  EXPECT_LT(points.front().b_crit.value, points.back().b_crit.value);
-}
-
-// Over many independent repetitions at one point (8 seeds: noisier), the 95% interval holds the truth most of the
-// time (an honest interval, not only a lucky one).
-TEST(BranchCbs, ItsIntervalCoversTheTruthAtAboutItsConfidence) {
-  const double tol = 0.05;
-  const std::vector<double> x0 = Trunk(100, 11);
-  const double truth = TrueCrossing(x0, tol);
-  int covered = 0;
-  const int reps = 40;
-  CbsOptions opt;
-  opt.tolerance = tol;
-  opt.resamples = 500;
+// Coverage of the 95% interval and the estimate's spread over independent repetitions (fresh
+// branch noise, the same trunk state) at one point.
+struct Repeated {
+  int reps = 0, covered = 0, within15 = 0, old_within15 = 0;
+  double median_ratio = 0, old_median_ratio = 0, median_width = 0;
+};
+Repeated Repeat(const Setting& set, int64_t at, int reps, int resamples, bool paired = true) {
+  const NqmBranches nqm = Model(set, paired);
+  const std::vector<double> x0 = nqm.Trunk(at, 11);
+  const double truth = nqm.TrueCrossing(x0, set.tolerance);
+  Repeated out;
+  std::vector<double> ratios, old_ratios, widths;
   for (int r = 0; r < reps; ++r) {
-    auto c = EstimateCbs(Simulate(x0, 100, 8, 5000 + static_cast<uint64_t>(r)), opt);
-    ASSERT_TRUE(c.ok());
-    covered += c->b_crit.Contains(truth) ? 1 : 0;
+    const BranchPointData data =
+        nqm.Simulate(x0, at, set.seeds, 5000 + 7919 * static_cast<uint64_t>(r));
+    auto c = EstimateCbs(data, Options(set.tolerance, resamples, 0.95));
+    auto old = EstimateCbs(data, Options(set.tolerance, 1, 0.95, CbsMethod::kFirstExceedance));
+    if (!c.ok() || !old.ok()) continue;
+    ++out.reps;
+    const double v = c->censored ? INFINITY : c->b_crit.value;
+    const double o = old->censored ? INFINITY : old->b_crit.value;
+    if (!std::isfinite(truth)) {
+      out.covered += c->censored ? 1 : 0;
+      continue;
+    }
+    out.covered += c->b_crit.Contains(truth) && !c->censored ? 1 : 0;
+    out.within15 += std::abs(v / truth - 1) <= 0.15 ? 1 : 0;
+    out.old_within15 += std::abs(o / truth - 1) <= 0.15 ? 1 : 0;
+    ratios.push_back(v / truth);
+    old_ratios.push_back(o / truth);
+    widths.push_back((c->b_crit.high - c->b_crit.low) / truth);
   }
-  std::printf("covered %d of %d\n", covered, reps);
-  EXPECT_GE(covered, 32) << covered << " of " << reps;  // >= 80% for a nominal 95%
+  auto median = [](std::vector<double> v) -> double {
+    if (v.empty()) return NAN;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  out.median_ratio = median(ratios);
+  out.old_median_ratio = median(old_ratios);
+  out.median_width = median(widths);
+  return out;
+}
+
+// 60 repetitions at step 100 of today's setting: a nominal 95% interval covering the truth in at
+// least 53 (88%) — an interval with 80% coverage passes this with probability about 5%, one with
+// 95% fails it with about 1% — and not by being vacuous (median width under the truth itself).
+TEST(BranchCbs, ItsIntervalCoversTheTruthAtAboutItsConfidence) {
+  const Repeated r = Repeat(kSettings[0], 100, 60, 400);
+  std::printf("covered %d of %d, within 15%%: %d, median width / truth %.3g\n", r.covered, r.reps,
+              r.within15, r.median_width);
+  ASSERT_EQ(r.reps, 60);
+  EXPECT_GE(r.covered, 53);
+  EXPECT_LT(r.median_width, 1.0);
+}
+
+// The measurement behind docs/methods.md §10 (minutes; skipped unless BATCHLAB_CBS_MEASURE is set
+// to the repetitions per point, e.g. 200).
+TEST(BranchCbs, MeasureCoveragePerPoint) {
+  const char* env = std::getenv("BATCHLAB_CBS_MEASURE");
+  if (env == nullptr) GTEST_SKIP() << "set BATCHLAB_CBS_MEASURE=<repetitions> to measure";
+  const int reps = std::atoi(env);
+  for (bool paired : {true, false}) {
+    for (const Setting& set : kSettings) {
+      for (int64_t at : kPoints) {
+        const Repeated r = Repeat(set, at, reps, 1000, paired);
+        std::printf(
+            "%s | %s | step %ld | coverage %d/%d | within 15%%: new %d old %d | median est/truth: "
+            "new %.3f old %.3f | median width/truth %.3f\n",
+            paired ? "paired" : "unpaired", set.name, static_cast<long>(at), r.covered, r.reps,
+            r.within15, r.old_within15, r.median_ratio, r.old_median_ratio, r.median_width);
+        std::fflush(stdout);
+      }
+    }
+  }
 }
 
 TEST(BranchCbs, WhenEvenTheLargestBatchRecoversItIsCensoredNeverANumber) {
-  const std::vector<double> x0 = Trunk(400, 11);
+  const NqmBranches nqm = Model(kSettings[0]);
+  const std::vector<double> x0 = nqm.Trunk(400, 11);
   CbsOptions opt;
   opt.tolerance = 1e3;  // no branch can fall this far behind
   opt.resamples = 200;
-  auto c = EstimateCbs(Simulate(x0, 400, 4, 7), opt);
+  auto c = EstimateCbs(nqm.Simulate(x0, 400, 4, 7), opt);
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->censored);
   EXPECT_TRUE(c->merrill_censored);
-  EXPECT_EQ(c->b_crit.value, kKs.back() * kB0);  // the bound, flagged as such
+  EXPECT_EQ(c->b_crit.value, 64 * 8);  // the bound, flagged as such
   EXPECT_NE(c->reading.find("at least"), std::string::npos) << c->reading;
 }
 
