@@ -351,7 +351,7 @@ class Run:
         local.append(1.0 if self._signalled is not None or self._preempt_file_seen(now) else 0.0)
         first_logged = not self._host_logged
         if first_logged:  # every rank's cores, for rank 0 to read after the collective below
-            self._shared().post("affinity", json.dumps(_affinity()))
+            shared.post(self._shared(), "affinity", json.dumps(_affinity()))
         values = self._shared().mean(local)
         loss_g, self._elapsed = values[0], values[1]
         self._preempt = values[4] > 0
@@ -374,7 +374,7 @@ class Run:
         if first_logged:  # the conditions this run had (scaling compares like with like)
             self._host_logged = True
             if self.is_main:
-                posted = self._shared().collect("affinity")
+                posted = shared.collect(self._shared(), "affinity")
                 line.update(_host_state([json.loads(t) for t in posted] if posted
                                         else [_affinity()]))
         line.update(extra)
@@ -470,7 +470,7 @@ class Run:
         every rank has reached the same call. A rank that never does (an evaluation on rank 0
         only) would leave the others in the collective for good: instead each waiting rank
         names the missing ranks and the run exits 2 (the program's mistake, not retried)."""
-        missing = self._shared().arrive(f"{what}/{n}/{self.step}", self._comm_timeout())
+        missing = shared.arrive(self._shared(), f"{what}/{n}/{self.step}", self._comm_timeout())
         if not missing:
             return
         who = ("ranks " if len(missing) > 1 else "rank ") + ", ".join(map(str, missing))

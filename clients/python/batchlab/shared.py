@@ -99,6 +99,24 @@ class TorchValues:
         return t.tolist()
 
 
+# The store-backed calls, for any values object (one without them, e.g. a test's own, has no
+# store: nothing posted, every rank taken as arrived).
+def arrive(values, key, timeout):
+    f = getattr(values, "arrive", None)
+    return f(key, timeout) if f is not None else []
+
+
+def post(values, key, text):
+    f = getattr(values, "post", None)
+    if f is not None:
+        f(key, text)
+
+
+def collect(values, key):
+    f = getattr(values, "collect", None)
+    return f(key) if f is not None else None
+
+
 def for_world(world_size):
     """TorchValues when torch.distributed is initialized with more than one rank, else
     LocalValues. Checked at each use: a program may call init() before init_process_group."""
