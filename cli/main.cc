@@ -1,5 +1,6 @@
 // `batchlab`: thin glue over the orchestrator, results and analysis libraries.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
+    // --help after a word that is no command: the usage error it is without --help.
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    if (const std::optional<std::string> unknown = UnknownCommandMessage(app, args)) {
+      fmt::print(stderr, "batchlab: error: {}\n", *unknown);
+      return 2;
+    }
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Usage error (bad input): one error style, the command named, the nearest valid word.

@@ -62,6 +62,7 @@ struct RunFlags {
   bool no_validate = false;
   // reuse: warm workers (orchestrator/launch/worker_pool.h; under Slurm, job packing); fresh: cold
   std::string workers = "reuse";
+  bool force = false;  // run a target its metric can never meet (ExpandOptions)
 };
 
 struct PlanFlags {
@@ -74,13 +75,16 @@ struct PlanFlags {
   std::string runner;
   bool no_validate = false;
   bool validate = false;  // also start user programs with "validate": true (never by default)
+  bool force = false;     // plan a target its metric can never meet (ExpandOptions)
 };
 
 StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& path,
-                                                          std::optional<long long> max_runs) {
+                                                          std::optional<long long> max_runs,
+                                                          bool force) {
   BATCHLAB_ASSIGN_OR_RETURN(orch::Spec spec, orch::LoadSpecFile(path));
   orch::ExpandOptions opts;
   opts.max_runs = max_runs;
+  opts.allow_unreachable_target = force;
   auto plan = orch::ExpandSpec(spec, opts);
   if (!plan.ok()) return plan.status().WithContext(path);
   if (plan->runs.empty()) {
@@ -208,7 +212,7 @@ StatusOr<MadeFolders> MakeRunsFolder(const std::string& runs_dir) {
 
 Status RunSweep(const RunFlags& f, CliContext& ctx) {
   // Everything that can be wrong with the input is checked before the database is opened.
-  BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
+  BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs, f.force));
   auto& [spec, plan] = loaded;
   if (f.slots < 1) return InvalidArgumentError("--slots: must be at least 1");
   // GPUs: counted on the local pool (--gpus, default this machine's); under Slurm only when
@@ -290,13 +294,20 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
 }
 
 Status PlanSweep(const PlanFlags& f) {
-  BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs));
+  BATCHLAB_ASSIGN_OR_RETURN(auto loaded, LoadAndExpand(f.spec_path, f.max_runs, f.force));
   auto& [spec, plan] = loaded;
   // A run needing more GPUs than the pool could never start (as `sweep run` refuses it).
   BATCHLAB_ASSIGN_OR_RETURN(const int gpus, PoolGpus(f.gpus));
   BATCHLAB_RETURN_IF_ERROR(orch::CheckGpuNeeds(spec, plan, gpus).WithContext(f.spec_path));
   // Every resolved config is judged as `sweep run` would judge it; without a built-in runner
-  // the plan is still printed, with a note.
+  // the plan is still printed, with a note. Notes go to stderr after the plan, stdout flushed
+  // first, so in a terminal or a `2>&1` capture each starts a line of its own below the plan
+  // (once "pool 0 GPU(s)note: ...").
+  std::vector<std::string> notes;
+  auto print_notes = [&notes] {
+    std::fflush(stdout);
+    for (const std::string& n : notes) fmt::print(stderr, "note: {}\n", n);
+  };
   if (!f.no_validate) {
     orch::LaunchTools tools;
     const bool builtin = std::any_of(plan.runs.begin(), plan.runs.end(),
@@ -308,8 +319,8 @@ Status PlanSweep(const PlanFlags& f) {
       } else if (!f.runner.empty()) {
         return runner.status();
       } else {
-        fmt::print(stderr, "note: the built-in runner's configs were not validated: {}\n",
-                   runner.status().message());
+        notes.push_back(fmt::format("the built-in runner's configs were not validated: {}",
+                                    runner.status().message()));
       }
     }
     // A plan runs nothing: a user program is started to judge its configs only when asked.
@@ -318,13 +329,16 @@ Status PlanSweep(const PlanFlags& f) {
           return !r.program.builtin && r.program.validate;
         });
     if (user_validates && !f.validate) {
-      fmt::print(stderr,
-                 "note: the user program's configs were not validated (`sweep plan` starts no "
-                 "program; --validate asks it, as `sweep run` does)\n");
+      notes.push_back(
+          "the user program's configs were not validated (`sweep plan` starts no program; "
+          "--validate asks it, as `sweep run` does)");
     }
-    BATCHLAB_RETURN_IF_ERROR(
-        orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env, f.validate)
-            .WithContext(f.spec_path));
+    if (Status s = orch::ValidateResolvedConfigs(plan.runs, tools, spec.launch.env, f.validate)
+                       .WithContext(f.spec_path);
+        !s.ok()) {
+      print_notes();
+      return s;
+    }
   }
   std::vector<orch::QueuedJob> jobs;
   double slot_seconds = 0, gpu_seconds = 0;
@@ -366,6 +380,7 @@ Status PlanSweep(const PlanFlags& f) {
                              {"config", r.config}});
     }
     fmt::print("{}\n", out.dump(2));
+    print_notes();
     return OkStatus();
   }
   std::vector<std::vector<std::string>> rows;
@@ -382,6 +397,7 @@ Status PlanSweep(const PlanFlags& f) {
                                             "est_seconds", "cuda",        "params"};
   if (f.format == "csv") {
     fmt::print("{}", results::FormatRows(columns, rows, results::OutputFormat::kCsv));
+    print_notes();
     return OkStatus();
   }
   const long long runs = static_cast<long long>(plan.runs.size());
@@ -404,6 +420,7 @@ Status PlanSweep(const PlanFlags& f) {
   } else {
     fmt::print("GPUs: none requested (resources.gpus_per_rank 0); pool {} GPU(s)\n", gpus);
   }
+  print_notes();
   return OkStatus();
 }
 
@@ -458,6 +475,8 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
                   "slurm.time_limit_minutes); fresh: a new mpirun or sbatch job for every run")
       ->check(CLI::IsMember({"reuse", "fresh"}))
       ->capture_default_str();
+  run->add_flag("--force", run_flags->force,
+                "Run even a target its metric can never meet (test_accuracy >= 80: a percent)");
   run->callback([run_flags, &ctx] { ctx.status = RunSweep(*run_flags, ctx); });
 
   auto plan_flags = std::make_shared<PlanFlags>();
@@ -481,6 +500,8 @@ void AddSweepCommands(CLI::App& app, CliContext& ctx) {
                  "Also start a user program with \"validate\": true once per distinct config to "
                  "judge it (as `sweep run` does; without it the plan starts no program)")
       ->excludes(no_validate);
+  plan->add_flag("--force", plan_flags->force,
+                 "Plan even a target its metric can never meet (test_accuracy >= 80: a percent)");
   plan->callback([plan_flags, &ctx] { ctx.status = PlanSweep(*plan_flags); });
 
   auto list_format = std::make_shared<std::string>("table");

@@ -1,6 +1,8 @@
 // Usage-error messages with suggestions (see usage_error.h).
 #include "cli/usage_error.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "base/closest_name.h"
@@ -56,25 +58,31 @@ bool LooksLikeNumber(const std::string& s) {
 
 std::string Join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
 
-}  // namespace
+// Where a walk of `args` over the command tree stopped: the message for the first mistyped word
+// (a command or a flag), if any, whether it was a command, and the command reached.
+struct Walk {
+  std::optional<std::string> mistyped;
+  bool mistyped_command = false;
+  const CLI::App* cur;
+  std::string path;
+};
 
-std::string UsageErrorMessage(const CLI::App& app, const CLI::ParseError& error,
-                              const std::vector<std::string>& args) {
-  const CLI::App* cur = &app;
-  std::string path = "batchlab";  // not argv[0], which may be a long path
+Walk WalkArgs(const CLI::App& app, const std::vector<std::string>& args) {
+  Walk w{std::nullopt, false, &app, "batchlab"};  // not argv[0], which may be a long path
   int positionals_seen = 0;
-  auto help = [&] { return fmt::format("\nRun `{} --help` for usage.", path); };
+  auto help = [&] { return fmt::format("\nRun `{} --help` for usage.", w.path); };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& t = args[i];
     if (t == "--") break;
     if (t.size() > 1 && t[0] == '-') {
       const size_t eq = t.find('=');
       const std::string name = t.substr(0, eq);
-      const CLI::Option* o = FindFlag(cur, name);
+      const CLI::Option* o = FindFlag(w.cur, name);
       if (o == nullptr) {
-        return fmt::format("unknown flag '{}' for `{}`{}", name, path,
-                           DidYouMean(name, FlagNames(cur))) +
-               help();
+        w.mistyped = fmt::format("unknown flag '{}' for `{}`{}", name, w.path,
+                                 DidYouMean(name, FlagNames(w.cur))) +
+                     help();
+        return w;
       }
       if (eq != std::string::npos || o->get_type_size_max() == 0) continue;
       const bool has_next = i + 1 < args.size();
@@ -86,34 +94,53 @@ std::string UsageErrorMessage(const CLI::App& app, const CLI::ParseError& error,
       continue;
     }
     const CLI::App* sub = nullptr;
-    for (const CLI::App* s : Subcommands(*cur)) {
+    for (const CLI::App* s : Subcommands(*w.cur)) {
       if (s->check_name(t)) sub = s;
     }
     if (sub != nullptr) {
-      cur = sub;
-      path += " " + t;
+      w.cur = sub;
+      w.path += " " + t;
       positionals_seen = 0;
       continue;
     }
-    if (positionals_seen < Positionals(*cur)) {
+    if (positionals_seen < Positionals(*w.cur)) {
       ++positionals_seen;
       continue;
     }
-    const std::vector<std::string> names = SubcommandNames(*cur);
+    const std::vector<std::string> names = SubcommandNames(*w.cur);
     if (!names.empty()) {
-      return fmt::format("unknown command '{}' for `{}`{} (commands: {})", t, path,
-                         DidYouMean(t, names), Join(names)) +
-             help();
+      w.mistyped = fmt::format("unknown command '{}' for `{}`{} (commands: {})", t, w.path,
+                               DidYouMean(t, names), Join(names)) +
+                   help();
+      w.mistyped_command = true;
+      return w;
     }
     break;
   }
+  return w;
+}
+
+}  // namespace
+
+std::string UsageErrorMessage(const CLI::App& app, const CLI::ParseError& error,
+                              const std::vector<std::string>& args) {
+  const Walk w = WalkArgs(app, args);
+  if (w.mistyped) return *w.mistyped;
   // Nothing mistyped on the way: a command left out, or CLI11's own reason.
-  const std::vector<std::string> names = SubcommandNames(*cur);
+  const std::vector<std::string> names = SubcommandNames(*w.cur);
   if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr && !names.empty() &&
       std::string(error.what()).find("subcommand") != std::string::npos) {
-    return fmt::format("`{}` needs a subcommand: {}", path, Join(names)) + help();
+    return fmt::format("`{}` needs a subcommand: {}", w.path, Join(names)) +
+           fmt::format("\nRun `{} --help` for usage.", w.path);
   }
-  return std::string(error.what()) + help();
+  return std::string(error.what()) + fmt::format("\nRun `{} --help` for usage.", w.path);
+}
+
+std::optional<std::string> UnknownCommandMessage(const CLI::App& app,
+                                                 const std::vector<std::string>& args) {
+  Walk w = WalkArgs(app, args);
+  if (!w.mistyped_command) return std::nullopt;
+  return w.mistyped;
 }
 
 }  // namespace batchlab::cli

@@ -9,6 +9,7 @@
 #ifndef BATCHLAB_CLI_USAGE_ERROR_H_
 #define BATCHLAB_CLI_USAGE_ERROR_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ namespace batchlab::cli {
 // no trailing newline, without the "batchlab: error: " prefix.
 std::string UsageErrorMessage(const CLI::App& app, const CLI::ParseError& error,
                               const std::vector<std::string>& args);
+
+// The same message for a word that is not a command where one is expected (`batchlab analyze
+// lr`), if `args` has one; nullopt otherwise. Help asked after such a word (`batchlab analyze lr
+// --help`) is this error, exit 2, not the help of the group above it: CLI11 answers the help
+// flag before it looks at the words it could not place. A mistyped flag met first is left to
+// the help of the command it follows (which lists the right one).
+std::optional<std::string> UnknownCommandMessage(const CLI::App& app,
+                                                 const std::vector<std::string>& args);
 
 }  // namespace batchlab::cli
 

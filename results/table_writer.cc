@@ -223,7 +223,20 @@ std::string FormatNumber(double v, int significant) {
   return fmt::format("{:.{}g}", v, significant);
 }
 
-std::string ProseNumber(double v) { return FormatNumber(v, 3); }
+std::string ProseNumber(double v) {
+  const double a = std::fabs(v);
+  if (!std::isfinite(v) || a == 0 || a < 1e-3 || a >= 1e6) return FormatNumber(v, 3);
+  // Between 0.001 and a million a sentence reads plain digits, never "1e+02": 3 significant
+  // digits, then as many decimals as they need ("27985" -> "28000", "0.0059712" -> "0.00597").
+  const double rounded = std::stod(FormatNumber(v, 3));
+  const int decimals = std::max(0, 2 - static_cast<int>(std::floor(std::log10(std::fabs(rounded)))));
+  std::string out = fmt::format("{:.{}f}", rounded, decimals);
+  if (out.find('.') != std::string::npos) {
+    while (out.back() == '0') out.pop_back();
+    if (out.back() == '.') out.pop_back();
+  }
+  return out;
+}
 
 namespace {
 

@@ -64,8 +64,9 @@ std::string ExactNumber(double v);
 // the aligned text table reads in one style whatever the cells' own form.
 std::string FormatNumber(double v, int significant = 4);
 
-// A number inside a sentence or a chart label: FormatNumber with 3 significant digits
-// ("B_crit is about 913", "1.25e+05"), where tables show 4.
+// A number inside a sentence or a chart label: 3 significant digits ("B_crit is about 913"),
+// where tables show 4; plain digits from 0.001 to a million ("125000", "100%", never "1e+02%"),
+// FormatNumber's e-notation outside ("1.25e+15").
 std::string ProseNumber(double v);
 
 }  // namespace batchlab::results

@@ -20,7 +20,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // A percent inside the check's sentence: 2 significant digits (a table cell's percent is exact:
 // Pct, section_format.h).
-std::string SentencePct(double v) { return FormatNumber(100 * v, 2) + "%"; }
+std::string SentencePct(double v) { return ProseNumber(100 * v) + "%"; }
 
 // "B=256 K=2" and the configuration's swept values (the label of its first run without them).
 std::string ConfigLabel(const RunTiming& t) {

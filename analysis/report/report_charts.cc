@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include "analysis/data/table.h"
 #include "analysis/report/chart_encoding.h"
@@ -88,12 +89,28 @@ std::optional<Chart> ScalingChart(const Study& s) {
       : comm_logged    ? fmt::format(", where communication takes {}% of a step",
                                      ProseNumber(100 * worst->comm_fraction))
                        : ", where communication was not measured (no run logged comm_seconds)";
+  // The rank counts measured per batch size: "only one" is said only when it is true (a 1- and
+  // 2-rank study whose K=2 rows were all left out measured two).
+  std::map<std::string, std::set<int>> counts;
+  std::set<int> all_counts;
+  for (const ScalingRow& r : s.scaling.strong) {
+    counts[r.group].insert(r.world_size);
+    if (r.base_world_size > 0) counts[r.group].insert(r.base_world_size);
+    all_counts.insert(r.world_size);
+  }
+  bool several = false;
+  for (const auto& [group, measured] : counts) several = several || measured.size() > 1;
+  std::vector<std::string> ks_text;
+  for (int k : all_counts) ks_text.push_back(std::to_string(k));
   c.reading = worst != nullptr
                   ? fmt::format(
                         "The lowest efficiency is {} at K={} ({}){}; the vertical bars are "
                         "95% intervals from the step-time distributions.",
                         ProseNumber(worst->efficiency), worst->world_size, worst->group, comm)
-                  : "Only one rank count was measured per batch size.";
+              : several ? fmt::format("Rank counts {} were measured, but no efficiency at K > 1 "
+                                      "is a result.",
+                                      fmt::join(ks_text, ", "))
+                        : "Only one rank count was measured per batch size.";
   if (hidden > 0) {
     c.reading += fmt::format(
         " {} estimate(s) are left out as not results (above 100% beyond their interval, or "

@@ -64,7 +64,7 @@ std::vector<Table> CritTables(const CritSection& crit) {
   if (!crit.status.ok()) {
     fit.notes.push_back("Not fitted: " + crit.status.message());
     if (crit.b_simple)
-      fit.notes.push_back("B_simple (median over runs) = " + ExactNumber(*crit.b_simple));
+      fit.notes.push_back("B_simple (median over runs) = " + ProseNumber(*crit.b_simple));
     return {fit};
   }
   const CritFit& f = crit.fit;
@@ -87,13 +87,13 @@ std::vector<Table> CritTables(const CritSection& crit) {
     fit.notes.push_back(fmt::format(
         "Every run stored tokens_per_step on its start line: {} tokens per sequence (sample), so "
         "the rows in tokens are the rows in samples times {}.",
-        ExactNumber(*t), ExactNumber(*t)));
+        ProseNumber(*t), ProseNumber(*t)));
   }
   fit.notes.push_back(fmt::format(
       "Fit of S = S_min (1 + B_crit/B), linear in 1/B with weights 1/S^2 (McCandlish et al. 2018 "
       "section 2.3), over {} points at {} batch sizes (each at the middle of its evaluation "
       "interval); RMS relative residual {}.",
-      f.points, f.batch_sizes, Pct(f.rms_relative_residual)));
+      f.points, f.batch_sizes, ProsePct(f.rms_relative_residual)));
   if (f.b_crit.available()) {
     fit.notes.push_back(fmt::format("{:.0f}% interval: {} ({} resamples).",
                                     100 * f.b_crit.confidence, f.b_crit.method, f.resamples));

@@ -133,8 +133,8 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
       Window(options), 100 * options.confidence, options.resamples, options.beta));
   if (gns.median) {
     t.notes.push_back(fmt::format("Sweep B_simple: median {} over the runs (range {} to {}).",
-                                  ExactNumber(*gns.median), ExactNumber(*gns.min),
-                                  ExactNumber(*gns.max)));
+                                  ProseNumber(*gns.median), ProseNumber(*gns.min),
+                                  ProseNumber(*gns.max)));
   } else if (gns.runs.empty()) {
     t.notes.push_back(
         "No run logged gns_* metrics: set gns.every_steps > 0 and use >1 rank or accumulation.");

@@ -42,7 +42,7 @@ std::vector<Table> ParetoTables(const ParetoSection& p) {
   }
   t.notes.push_back(fmt::format(
       "{} of {} runs that reached the target are on the frontier (no other run is both faster "
-      "and cheaper); frontier order: fastest first; {}. {}.",
+      "and cheaper); frontier order: fastest first; {} {}.",
       p.frontier.size(), p.points.size(), p.compute.Note(), kTrainSecondsDefinition));
   return {t};
 }

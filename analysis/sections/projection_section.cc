@@ -119,7 +119,7 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
         "No projected configuration has fewer than {} samples per rank unless it was measured "
         "(--min-local-batch; default: the smallest local batch measured); per-rank compute below "
         "the smallest measured local batch is held at its measured cost (the model's floor).",
-        ExactNumber(p.min_local_batch)));
+        ProseNumber(p.min_local_batch)));
   }
   t.notes.push_back(fmt::format(
       "t_step = c max(B/K, b_floor) + o + 2(K-1) alpha + 2(K-1)/K n/beta with c and o fitted per "
@@ -127,10 +127,10 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
       "speedup {}), n = {} bytes ({} fp32 parameters), and "
       "profile {}: alpha = {} s, beta = {} GB/s ({}). Source: {}. Time to target = best measured "
       "steps at B x t_step; compute = K x time. No overlap of communication with compute.",
-      ExactNumber(p.compute.seconds_per_sample), ExactNumber(p.compute.seconds_per_step),
-      p.compute.runs, ExactNumber(p.compute.speedup), ExactNumber(GradientBytes(p.parameters)),
-      p.parameters, p.profile.name, ExactNumber(p.profile.alpha_seconds),
-      ExactNumber(p.profile.bandwidth_bytes_per_second / 1e9), p.profile.description,
+      ProseNumber(p.compute.seconds_per_sample), ProseNumber(p.compute.seconds_per_step),
+      p.compute.runs, ProseNumber(p.compute.speedup), ProseNumber(GradientBytes(p.parameters)),
+      p.parameters, p.profile.name, ProseNumber(p.profile.alpha_seconds),
+      ProseNumber(p.profile.bandwidth_bytes_per_second / 1e9), p.profile.description,
       p.profile.source));
   Table check{"projection_check",
               "Step-time model against the measured runs (fitted and held out)",

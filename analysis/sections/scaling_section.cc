@@ -78,7 +78,7 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
         ++incomparable;
       } else if (r.above_possible) {
         eff = low = high = "";  // above what is possible beyond its interval: not a result
-        flag = fmt::format("noise: {} is above 100% beyond its interval", Pct(r.efficiency));
+        flag = fmt::format("noise: {} is above 100% beyond its interval", ProsePct(r.efficiency));
         ++flagged;
       } else if (!own && !iv.available()) {
         flag = "interval unavailable: " + iv.unavailable;
@@ -149,9 +149,9 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
     runs.notes.push_back(fmt::format(
         "Ring-allreduce fit t = 2(K-1) alpha + 2(K-1)/K n/beta over {} runs: alpha = {} s, beta = "
         "{} GB/s, RMS residual {} s{}.",
-        s.alpha_beta.observations, ExactNumber(s.alpha_beta.alpha_seconds),
-        ExactNumber(s.alpha_beta.bandwidth_bytes_per_second / 1e9),
-        ExactNumber(s.alpha_beta.rms_residual_seconds),
+        s.alpha_beta.observations, ProseNumber(s.alpha_beta.alpha_seconds),
+        ProseNumber(s.alpha_beta.bandwidth_bytes_per_second / 1e9),
+        ProseNumber(s.alpha_beta.rms_residual_seconds),
         s.alpha_beta.separated
             ? ""
             : " (one (K, model size) design: a bandwidth-only fit with alpha = 0; sweep more node "

@@ -17,7 +17,10 @@
 namespace batchlab::analysis {
 
 inline std::string I(int64_t v) { return std::to_string(v); }
+// A table cell's percent: exact (the table views round it, CSV keeps it).
 inline std::string Pct(double v) { return results::ExactNumber(100 * v) + "%"; }
+// A percent inside a sentence (a note, a flag): 3 significant digits ("51.9%", "100%").
+inline std::string ProsePct(double v) { return results::ProseNumber(100 * v) + "%"; }
 
 inline nlohmann::json Num(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/sections/section_format.h"
+#include "base/target_range.h"
 #include "results/table_writer.h"
 
 namespace batchlab::analysis {
@@ -52,18 +53,15 @@ std::vector<std::string> TargetRangeWarnings(const SweepData& sweep, const Targe
   const std::string& m = target.metric;
   const bool up = target.op == CompareOp::kGreaterEqual || target.op == CompareOp::kGreater;
   const bool fraction = m.size() >= 8 && m.compare(m.size() - 8, 8, "accuracy") == 0;
-  const bool loss = m.size() >= 4 && m.compare(m.size() - 4, 4, "loss") == 0;
-  if (fraction && (target.value > 1 || target.value < 0)) {
+  const char* ops[] = {">=", ">", "<=", "<"};
+  if (const std::optional<UnreachableWhy> never =
+          UnreachableTarget(m, ops[static_cast<int>(target.op)], target.value)) {
     Target percent = target;
     percent.value = target.value / 100;
-    out.push_back(fmt::format(
-        "--target '{}': {} is a fraction in [0, 1], so no run can meet it{}", target.ToString(), m,
-        target.value > 1 && target.value <= 100
-            ? fmt::format(" (for {}% write '{}')", target.value, percent.ToString())
-            : ""));
-  } else if (loss && !up && target.value < 0) {
-    out.push_back(fmt::format("--target '{}': {} is never negative, so no run can meet it",
-                              target.ToString(), m));
+    out.push_back(fmt::format("--target '{}': {}{}", target.ToString(), never->why,
+                              never->fix.empty() ? ""
+                                                 : fmt::format(" (for {}% write '{}')",
+                                                               target.value, percent.ToString())));
   }
   // The best value any run logged, when none met the target.
   std::optional<double> best;

@@ -10,6 +10,7 @@
 #include "base/config_fields.h"
 #include "base/run_values.h"
 #include "base/spec_bounds.h"
+#include "base/target_range.h"
 #include "orchestrator/spec/config_schema.h"
 #include "orchestrator/spec/run_identity.h"
 
@@ -326,6 +327,23 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
           return InvalidArgumentError(
               fmt::format("{}: target needs \"metric\", \"op\" and \"value\" (missing \"{}\")",
                           SourceOf(p, std::string("target.") + k), k));
+        }
+      }
+      // A target its metric can never meet (test_accuracy >= 80, a percent) would burn every
+      // run's whole budget: refused here, before anything runs, unless --force.
+      const json& t = config["target"];
+      if (!options.allow_unreachable_target && t["metric"].is_string() && t["op"].is_string() &&
+          t["value"].is_number()) {
+        const std::string metric = t["metric"].get<std::string>();
+        const std::string op = t["op"].get<std::string>();
+        const double value = t["value"].get<double>();
+        if (const std::optional<UnreachableWhy> never = UnreachableTarget(metric, op, value)) {
+          const auto whole = p.where.find("target");
+          return InvalidArgumentError(fmt::format(
+              "{}: target {} {} {}: {}; {}or pass --force to run it anyway (run with {})",
+              whole != p.where.end() ? whole->second : SourceOf(p, "target.value"), metric, op,
+              value, never->why, never->fix.empty() ? "" : never->fix + ", ",
+              ParamsText(params)));
         }
       }
     }

@@ -59,6 +59,9 @@ struct Plan {
 
 struct ExpandOptions {
   std::optional<long long> max_runs;  // overrides the spec's max_runs (CLI --max-runs)
+  // A target its metric can never meet (base/target_range.h: test_accuracy >= 80) is an error
+  // naming the field, unless this is set (CLI --force).
+  bool allow_unreachable_target = false;
 };
 
 StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options);

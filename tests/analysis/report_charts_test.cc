@@ -70,7 +70,7 @@ TEST_F(ReportChartsTest, HasEveryChartInOrderWithAReading) {
     EXPECT_EQ(c.reading.find("nan"), std::string::npos) << id << ": " << c.reading;
   }
   EXPECT_NE(
-      charts_.at("steps_to_target").reading.find(FormatNumber(study_->crit.fit.b_crit.value, 3)),
+      charts_.at("steps_to_target").reading.find(ProseNumber(study_->crit.fit.b_crit.value)),
       std::string::npos)
       << charts_.at("steps_to_target").reading;
 }

@@ -5,8 +5,11 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -367,6 +370,168 @@ TEST_F(CliBehaviourTest, TargetOutsideTheMetricsRangeIsWarnedAbout) {
   const Result ok = Run("analyze target --sweep synthetic --target 'test_accuracy>=0.85'");
   EXPECT_EQ(ok.code, 0) << ok.err;
   EXPECT_EQ(ok.err.find("warning"), std::string::npos) << ok.err;
+}
+
+TEST_F(CliBehaviourTest, SpecTargetOutsideTheMetricsRangeIsRefusedBeforeAnythingRuns) {
+  // `test_accuracy >= 80` (a percent) was accepted by plan and run, and every run burnt its whole
+  // budget; only `analyze --target` warned. Now plan and run exit 2 naming the field and the
+  // fix, the database not even created; --force proceeds.
+  struct Case {
+    std::string target, source, says;
+  };
+  const std::vector<Case> cases = {
+      {R"("target": {"metric": "test_accuracy", "op": ">=", "value": 80})", "base.target.value",
+       "target test_accuracy >= 80: test_accuracy is a fraction in [0, 1], so no run can meet "
+       "it; for 80% write 0.8, or pass --force to run it anyway"},
+      {R"("target": {"metric": "test_loss", "op": "<", "value": -0.5})", "base.target.value",
+       "test_loss is never negative, so no run can meet it; or pass --force"},
+  };
+  for (const Case& c : cases) {
+    const std::string spec = dir_->File("percent.json");
+    std::ofstream(spec) << R"({"name": "percent", "base": {"mode": "noop", "batch_size": 64, )"
+                        << c.target << "}}";
+    const std::string db = dir_->File("percent.db");
+    for (const std::string cmd : {"sweep plan", "sweep run"}) {
+      const Result r = Raw(cmd + " '" + spec + "' --no-validate --db '" + db + "'");
+      EXPECT_EQ(r.code, 2) << cmd << ": " << r.err;
+      EXPECT_EQ(r.err.rfind("batchlab: error: ", 0), 0u) << r.err;
+      EXPECT_NE(r.err.find(c.source + ": " + ""), std::string::npos) << cmd << ": " << r.err;
+      EXPECT_NE(r.err.find(c.says), std::string::npos) << cmd << ": " << r.err;
+      EXPECT_FALSE(std::ifstream(db).good()) << cmd << ": the database was created";
+    }
+    const Result forced = Raw("sweep plan '" + spec + "' --no-validate --force");
+    EXPECT_EQ(forced.code, 0) << forced.err;
+  }
+  // A target swept as a whole is named by its axis; one within the range passes.
+  const std::string swept = dir_->File("swept.json");
+  std::ofstream(swept) << R"({"name": "swept", "base": {"mode": "noop", "batch_size": 64},
+      "axes": {"target": [{"metric": "test_accuracy", "op": ">=", "value": 0.8},
+                          {"metric": "test_accuracy", "op": ">=", "value": 90}]}})";
+  const Result r = Raw("sweep plan '" + swept + "' --no-validate");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("axes.target[1]: target test_accuracy >= 90"), std::string::npos)
+      << r.err;
+}
+
+// The numbers people read: every non-integer number printed by `analyze` (table format) and in
+// the report (its stdout summary and its Markdown) has at most 4 significant digits, and a
+// sentence never writes one in e-notation between 0.001 and a million ("1e+02% at worst").
+// Integers are exact and left alone. Once: "51.9278814984164%", "RMS relative residual
+// 11.590010262562622%", "median 19.873229586779395 ... (range 8.04288006628869 to ...)".
+// Tokens that look like one real number (digits, one '.', an optional exponent) standing alone:
+// not part of a word, a run id, a version ("0.3.1") or a path.
+std::vector<std::string> RealNumbers(const std::string& line) {
+  std::vector<std::string> out;
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t i = 0; i < line.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(line[i])) ||
+        (i > 0 && (word(line[i - 1]) || line[i - 1] == '.'))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
+    bool real = false;
+    if (j + 1 < line.size() && line[j] == '.' && std::isdigit(static_cast<unsigned char>(line[j + 1]))) {
+      real = true;
+      for (++j; j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]));) ++j;
+    }
+    if (j + 1 < line.size() && (line[j] == 'e' || line[j] == 'E') &&
+        (line[j + 1] == '+' || line[j + 1] == '-')) {
+      real = true;
+      for (j += 2; j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]));) ++j;
+    }
+    const bool alone = j >= line.size() || !(word(line[j]) || (line[j] == '.' && j + 1 < line.size() &&
+                                                              std::isdigit(static_cast<unsigned char>(line[j + 1]))));
+    if (real && alone) out.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+int SignificantDigits(const std::string& number) {
+  const std::string mantissa = number.substr(0, number.find_first_of("eE"));
+  std::string digits;
+  for (char c : mantissa) {
+    if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+  }
+  const size_t first = digits.find_first_not_of('0');
+  return first == std::string::npos ? 1 : static_cast<int>(digits.size() - first);
+}
+
+// Where `text` breaks the rule; `markdown`: table rows start with '|', the rest is prose; else
+// a line with columns (two spaces between words) is a table row.
+std::vector<std::string> UnformattedNumbers(const std::string& text, bool markdown) {
+  std::vector<std::string> bad;
+  std::istringstream in(text);
+  bool fence = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("```", 0) == 0) fence = !fence;
+    if (fence) continue;
+    const size_t start = line.find_first_not_of(' ');
+    const std::string body = start == std::string::npos ? "" : line.substr(start);
+    const bool prose = markdown ? body.rfind('|', 0) != 0 : body.find("  ") == std::string::npos;
+    for (const std::string& n : RealNumbers(body)) {
+      const size_t e = n.find_first_of("eE");
+      const double v = std::fabs(std::stod(n));
+      if (SignificantDigits(n) > 4 ||
+          (prose && e != std::string::npos && v >= 1e-3 && v < 1e6)) {
+        bad.push_back(n + "  in: " + line);
+      }
+    }
+  }
+  return bad;
+}
+
+TEST_F(CliBehaviourTest, NoUnformattedNumberInAnyAnalyzeOutputOrTheReport) {
+  // The scanner itself: it finds what it is for and passes what is right.
+  EXPECT_EQ(UnformattedNumbers("RMS relative residual 11.590010262562622%.", false).size(), 1u);
+  EXPECT_EQ(UnformattedNumbers("within 15% (RMS; 1e+02% at worst)", false).size(), 1u);
+  EXPECT_EQ(UnformattedNumbers("median 19.9 (range 8.04 to 44.6); run 0a1b2c3d, 10752 steps, "
+                               "v0.3.1, 1.25e+15 FLOPs",
+                               false),
+            std::vector<std::string>{});
+  EXPECT_EQ(UnformattedNumbers("| 1.235e+08 | 0.5000 |", true), std::vector<std::string>{});
+
+  int answered = 0;
+  for (const char* kind : {"gns", "target", "crit", "pareto", "sync", "scaling", "project",
+                           "recommend", "schedules", "cbs"}) {
+    const Result r = Run(std::string("analyze ") + kind + " --sweep synthetic");
+    if (r.code != 0) continue;  // not this kind of study (cbs: a branch study)
+    ++answered;
+    EXPECT_EQ(UnformattedNumbers(r.out, false), std::vector<std::string>{}) << kind;
+  }
+  EXPECT_GE(answered, 8);
+  const std::string out = dir_->File("numbers-report");
+  const Result report = Run("report --sweep synthetic --out '" + out + "'");
+  ASSERT_EQ(report.code, 0) << report.err;
+  EXPECT_EQ(UnformattedNumbers(report.out, false), std::vector<std::string>{}) << "summary";
+  int markdown = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    if (entry.path().extension() != ".md") continue;
+    ++markdown;
+    EXPECT_EQ(UnformattedNumbers(ReadFile(entry.path().string()), true),
+              std::vector<std::string>{})
+        << entry.path();
+  }
+  EXPECT_GE(markdown, 1);
+}
+
+TEST_F(CliBehaviourTest, PlanNotesFollowThePlanOnLinesOfTheirOwn) {
+  // Captured together (2>&1) the plan once read "pool 0 GPU(s)note: the user program's configs
+  // were not validated": now stdout is flushed and the notes follow the plan, a line each.
+  const std::string spec = dir_->File("note.json");
+  std::ofstream(spec) << R"({"name": "note", "base": {"batch_size": 64, "budget": {"steps": 10},
+      "program": {"command": ["/bin/true"], "validate": true}}})";
+  const std::string both = dir_->File("both.txt");
+  const std::string cmd = std::string(BATCHLAB_BINARY) + " sweep plan '" + spec + "' >'" + both +
+                          "' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFile(both);
+  const std::string text = ReadFile(both);
+  EXPECT_NE(text.find(" GPU(s)\nnote: the user program's configs were not validated"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.back(), '\n') << text;
 }
 
 TEST_F(CliBehaviourTest, CsvNumbersAreExactAndPercentsAreNumbers) {

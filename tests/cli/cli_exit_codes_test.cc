@@ -30,6 +30,46 @@ TEST(CliExitCodes, HelpOnTopLevelAndEveryGroup) {
   }
 }
 
+// `batchlab analyze critt --help` once printed analyze's help and exited 0, as if `critt` were a
+// command: CLI11 answers --help before it looks at the words it could not place. With --help (or
+// -h) after an unknown command, every group gives the error it gives without: exit 2, the word
+// named, the nearest command suggested, nothing on stdout.
+TEST(CliExitCodes, HelpAfterUnknownCommandIsTheSameUsageError) {
+  struct Case {
+    std::string words;
+    std::string says;
+  };
+  const Case cases[] = {
+      {"swep", "unknown command 'swep' for `batchlab`; did you mean 'sweep'?"},
+      {"sweep paln", "unknown command 'paln' for `batchlab sweep`; did you mean 'plan'?"},
+      {"results lst", "unknown command 'lst' for `batchlab results`; did you mean 'list'?"},
+      {"analyze critt", "unknown command 'critt' for `batchlab analyze`; did you mean 'crit'?"},
+      {"analyze crit extra", ""},  // a leaf command: `extra` is its own error, not a command
+  };
+  for (const Case& c : cases) {
+    const Result without = RunBatchlab(c.words);
+    for (const char* help : {"--help", "-h"}) {
+      const Result with = RunBatchlab(c.words + " " + help);
+      if (c.says.empty()) {
+        // The leaf's help is right here: the word follows a command that exists.
+        EXPECT_EQ(with.exit_code, 0) << c.words << " " << help << ": " << with.output;
+        continue;
+      }
+      EXPECT_EQ(with.exit_code, 2) << c.words << " " << help << ": " << with.output;
+      EXPECT_EQ(with.output, without.output) << c.words << " " << help;
+      EXPECT_NE(with.output.find(c.says), std::string::npos) << c.words << ": " << with.output;
+      EXPECT_EQ(with.output.find("Usage"), std::string::npos) << c.words << ": " << with.output;
+    }
+    if (!c.says.empty()) {
+      EXPECT_EQ(without.exit_code, 2) << c.words << ": " << without.output;
+    }
+  }
+  // The option values on the way are skipped as values, not taken for commands.
+  const Result r = RunBatchlab("--db x.db analyze critt --help");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("did you mean 'crit'?"), std::string::npos) << r.output;
+}
+
 TEST(CliExitCodes, MissingSubcommandIsUsageError) {
   Result r = RunBatchlab("");
   EXPECT_EQ(r.exit_code, 2) << r.output;

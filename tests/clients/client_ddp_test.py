@@ -25,7 +25,7 @@ def free_port():
 
 @unittest.skipIf(torch is None, "needs python3-torch")
 class TwoRankTest(TempDirTest):
-    def launch(self, config, world=2, results=True, folder=None):
+    def launch(self, config, world=2, results=True, folder=None, cores=None):
         folder = folder or self.dir
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, "config.json")
@@ -39,9 +39,11 @@ class TwoRankTest(TempDirTest):
                                "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(world),
                                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port,
                                "OMP_NUM_THREADS": "1"})
+            # cores: rank r bound to cores[r], as mpirun binds ranks to cores.
+            pin = (lambda c=cores[rank]: os.sched_setaffinity(0, {c})) if cores else None
             procs.append(subprocess.Popen([PYTHON, PROGRAM, "--config", path], env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True))
+                                          text=True, preexec_fn=pin))
         codes = []
         for p in procs:
             out, err = p.communicate(timeout=120)
@@ -108,6 +110,71 @@ class TwoRankTest(TempDirTest):
                 steps = [l for l in lines if l["kind"] == "step"]
                 self.assertEqual([l["step"] for l in steps], [5, 6, 7, 8, 9])
                 self.assertEqual(steps[0]["loss"], 5.5)  # the mean of rank + step over 2 ranks
+
+    @unittest.skipIf(len(os.sched_getaffinity(0)) < 2, "needs 2 cores to bind one per rank")
+    def test_cpus_are_every_ranks_cores_not_rank_0s(self):
+        # Two ranks bound to a core each (mpirun's default for 2 ranks) recorded cpus = 1, rank
+        # 0's own affinity, and the analysis called the run oversubscribed (2 ranks on 1 core).
+        # The step line's cpus is the union of the ranks' cores on rank 0's host.
+        cores = sorted(os.sched_getaffinity(0))[:2]
+        codes, _ = self.launch({
+            "run_id": "cpus", "batch_size": 8, "budget": {"steps": 3},
+            "params": {"mode": "decisions", "loss_scale": [1.0, 1.0],
+                       "accuracy_per_step": [0.1, 0.1], "out": self.path("out")}},
+            cores=cores)
+        self.assertEqual([c for c, _ in codes], [0, 0], codes)
+        steps = [l for l in self.read_lines() if l["kind"] == "step"]
+        self.assertEqual(steps[0]["cpus"], 2, steps[0])
+        self.assertNotIn("cpus", steps[1])  # once, on the attempt's first step line
+
+    def test_log_eval_on_rank_0_only_is_named_and_exits_2_not_a_hang(self):
+        # The original script's pattern: rank 0 alone evaluates. Rank 0 waited in log_eval's
+        # broadcast for rank 1, which waited in the next step's allreduce: a silent hang (no
+        # default timeout). Now rank 0 waits at most comm.timeout_seconds for rank 1 to reach
+        # log_eval, names it, and exits 2 (not retried); rank 1, left in its allreduce, is
+        # ended by the launcher (mpirun or torchrun) as any rank whose peer exited.
+        folder = self.path("eval0")
+        os.makedirs(folder)
+        path = os.path.join(folder, "config.json")
+        with open(path, "w") as f:
+            json.dump({"run_id": "eval0", "batch_size": 8, "budget": {"steps": 9}, "nodes": 2,
+                       "eval": {"every_steps": 3}, "comm": {"timeout_seconds": 2},
+                       "metrics_path": os.path.join(folder, "metrics.jsonl"),
+                       "params": {"mode": "eval_on_rank0", "out": self.path("out")}}, f)
+        port = str(free_port())
+        procs = [subprocess.Popen(
+            [PYTHON, PROGRAM, "--config", path],
+            env=program_env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                             "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                             "MASTER_PORT": port, "OMP_NUM_THREADS": "1"}),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for rank in range(2)]
+        try:
+            _, err = procs[0].communicate(timeout=120)  # bounded: 2 s, not forever
+        finally:
+            procs[1].kill()
+            procs[1].communicate()
+        self.assertEqual(procs[0].returncode, 2, err)
+        self.assertIn("batchlab[rank 0]: rank 0 waits in log_eval at step 3; rank 1 has not "
+                      "called it (within comm.timeout_seconds = 2 s) — every rank must call "
+                      "log_eval", err)
+        lines = self.read_lines(os.path.join(folder, "metrics.jsonl"))
+        self.assertEqual([l["kind"] for l in lines], ["start", "step", "step", "step"])
+
+    def test_a_target_metric_never_logged_exits_2_on_every_rank(self):
+        # A test_loss target for a program that logs only accuracy was found at the first
+        # evaluation as a traceback (exit 1), and the orchestrator retried it: a config error
+        # retried is a run wasted twice. Now every rank exits 2 there, the field named.
+        codes, _ = self.launch({
+            "run_id": "no-metric", "batch_size": 8, "budget": {"steps": 9},
+            "eval": {"every_steps": 3},
+            "target": {"metric": "test_loss", "op": "<=", "value": 0.1},
+            "params": {"mode": "decisions", "loss_scale": [1.0, 1.0],
+                       "accuracy_per_step": [0.02, 0.02], "out": self.path("out")}},
+            results=False)
+        self.assertEqual([c for c, _ in codes], [2, 2], codes)
+        for rank, (_, err) in enumerate(codes):
+            self.assertIn(f"batchlab[rank {rank}]: target.metric is 'test_loss' but log_eval "
+                          f"got only ['test_accuracy']; pass test_loss=...", err)
 
     def test_hook_fields_equal_independent_norms(self):
         codes, results = self.launch({

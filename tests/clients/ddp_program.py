@@ -11,6 +11,7 @@ environment batchlab gives (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...). `p
   preempt    checkpoints {"rank": r, "step": s}; in attempt 1, rank params.signal_rank sends
              itself params.signal (a number) in step params.signal_at; a later attempt resumes
              and writes the state it got.
+  eval_on_rank0  only rank 0 calls log_eval (a mistake: every rank must).
 
 Each rank writes {"step": ..., "outcome": ..., "reference": [...]} to params.out + ".rank<r>".
 """
@@ -94,11 +95,21 @@ def preempt(run, p):
     return {"resumed": state}
 
 
+def eval_on_rank0(run, p):
+    # The pattern of many DDP scripts: only rank 0 evaluates (and calls log_eval).
+    for step in run.steps():
+        run.log_step(torch.tensor(1.0))
+        if run.should_eval() and run.rank == 0:
+            run.log_eval(test_accuracy=0.5)
+    return []
+
+
 def main():
     run = batchlab.init()
     dist.init_process_group("gloo")
     p = run.params
-    reference = {"decisions": decisions, "gns": gns, "preempt": preempt}[p["mode"]](run, p)
+    reference = {"decisions": decisions, "gns": gns, "preempt": preempt,
+                 "eval_on_rank0": eval_on_rank0}[p["mode"]](run, p)
     with open(f"{p['out']}.rank{run.rank}", "w") as f:
         json.dump({"step": run.step, "outcome": run.outcome, "reference": reference}, f)
     run.finish()

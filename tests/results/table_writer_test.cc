@@ -49,6 +49,21 @@ TEST(TableWriterTest, FixedStyleKeepsFourSignificantDigits) {
   EXPECT_EQ(big[3], "        0");
 }
 
+TEST(TableWriterTest, ProseNumberHasThreeDigitsAndNoExponentBetweenAThousandthAndAMillion) {
+  // "1e+02% at worst" and "RMS relative residual 11.590010262562622%" were sentences.
+  EXPECT_EQ(ProseNumber(100), "100");
+  EXPECT_EQ(ProseNumber(11.590010262562622), "11.6");
+  EXPECT_EQ(ProseNumber(51.9278814984164), "51.9");
+  EXPECT_EQ(ProseNumber(27985.3), "28000");
+  EXPECT_EQ(ProseNumber(125000), "125000");
+  EXPECT_EQ(ProseNumber(999.7), "1000");
+  EXPECT_EQ(ProseNumber(0.0059712), "0.00597");
+  EXPECT_EQ(ProseNumber(-0.85), "-0.85");
+  EXPECT_EQ(ProseNumber(0), "0");
+  EXPECT_EQ(ProseNumber(1.25e15), "1.25e+15");
+  EXPECT_EQ(ProseNumber(2e-5), "2e-05");
+}
+
 TEST(TableWriterTest, FormatNumberIsTheShortestFormWithSignificantDigits) {
   EXPECT_EQ(FormatNumber(912.5), "912.5");
   EXPECT_EQ(FormatNumber(0.85, 3), "0.85");

@@ -84,13 +84,29 @@ def _metrics(metrics):
     return out
 
 
-def _host_state():
-    """The cores this rank may run on and the host's 1-minute load average (docs/protocol.md):
-    what the scaling analysis needs to compare runs that ran under the same conditions."""
+def _affinity():
+    """This rank's host and the cores it may run on: {"host": ..., "cpus": [ids]} (ids None
+    where the platform cannot tell, then "count" is the host's cores)."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return {"host": socket.gethostname(), "cpus": sorted(os.sched_getaffinity(0))}
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 0
+        return {"host": socket.gethostname(), "cpus": None, "count": os.cpu_count() or 0}
+
+
+def _host_state(ranks):
+    """The cores the run's ranks on rank 0's host may run on — the union of their affinities, so
+    2 ranks bound to a core each have 2, not 1 — and the host's 1-minute load average
+    (docs/protocol.md): what the scaling analysis needs to compare runs that ran under the same
+    conditions. `ranks`: every rank's _affinity() (rank 0's first)."""
+    mine = ranks[0]
+    if mine["cpus"] is None:
+        cpus = mine["count"]
+    else:
+        union = set()
+        for r in ranks:
+            if r["host"] == mine["host"] and r["cpus"] is not None:
+                union.update(r["cpus"])
+        cpus = len(union)
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -166,6 +182,7 @@ class Run:
         self._preempt_seen = False           # rank 0: the preempt file exists
         self._preempt_checked = None
         self._preempt = False                # every rank: leave after this step (exit 7)
+        self._eval_calls = 0                 # log_eval calls so far (the arrival check's key)
         self.resumed_step = 0                # the step this attempt resumed from (0: none)
 
     # --- sizes and the learning rate -------------------------------------------------------
@@ -332,6 +349,9 @@ class Run:
         local.append(gns["sq_small"] if ranks_gns else 0.0)  # the same length on every rank
         local.append(1.0 if self._stop_file_seen(now) else 0.0)
         local.append(1.0 if self._signalled is not None or self._preempt_file_seen(now) else 0.0)
+        first_logged = not self._host_logged
+        if first_logged:  # every rank's cores, for rank 0 to read after the collective below
+            shared.post(self._shared(), "affinity", json.dumps(_affinity()))
         values = self._shared().mean(local)
         loss_g, self._elapsed = values[0], values[1]
         self._preempt = values[4] > 0
@@ -351,9 +371,12 @@ class Run:
             line[P.METRIC_STEP_SECONDS] = now - began
         if comm is not None:  # rank 0's allreduce time of this step, as the runner writes it
             line[P.METRIC_COMM_SECONDS] = comm
-        if not self._host_logged:  # the conditions this run had (scaling compares like with like)
+        if first_logged:  # the conditions this run had (scaling compares like with like)
             self._host_logged = True
-            line.update(_host_state())
+            if self.is_main:
+                posted = shared.collect(self._shared(), "affinity")
+                line.update(_host_state([json.loads(t) for t in posted] if posted
+                                        else [_affinity()]))
         line.update(extra)
         self._writer.write(line)
         self._gns = None
@@ -415,8 +438,18 @@ class Run:
         Every rank must call it. Typical metrics: test_accuracy, test_loss."""
         checked = _metrics(metrics)
         names = list(checked)
+        target = self.cfg.target
+        if target is not None and target.metric != P.METRIC_LOSS and \
+                target.metric not in checked:
+            # The same at every evaluation of every attempt: a config error (exit 2), which the
+            # orchestrator does not retry. Checked before the collective: every rank leaves.
+            self._fail_config(f"target.metric is {target.metric!r} but log_eval got only "
+                              f"{names}; pass {target.metric}=... to run.log_eval, or set the "
+                              f"spec's target.metric to a metric the program logs")
         local = [checked[n] for n in names]
         now = self._clock() - self._start_time if self._start_time is not None else 0.0
+        self._eval_calls += 1
+        self._all_arrive("log_eval", self._eval_calls)
         values = self._shared().from_rank0(local + [now])
         seconds = values[-1]
         shared_metrics = dict(zip(names, values[:-1]))
@@ -428,12 +461,39 @@ class Run:
         self._eval_due = False
         target = self.cfg.target
         if target is not None and target.metric != P.METRIC_LOSS:
-            if target.metric not in shared_metrics:
-                raise ValueError(f"batchlab: target.metric is {target.metric!r} but log_eval got "
-                                 f"only {names}; pass {target.metric}=...")
             self._record_target(shared_metrics[target.metric], seconds)
             if self._target_at is None:
                 self._check_prune_bound()
+
+    def _all_arrive(self, what, n):
+        """Before the n-th collective of `what`: waits (comm.timeout_seconds, default 300) until
+        every rank has reached the same call. A rank that never does (an evaluation on rank 0
+        only) would leave the others in the collective for good: instead each waiting rank
+        names the missing ranks and the run exits 2 (the program's mistake, not retried)."""
+        missing = shared.arrive(self._shared(), f"{what}/{n}/{self.step}", self._comm_timeout())
+        if not missing:
+            return
+        who = ("ranks " if len(missing) > 1 else "rank ") + ", ".join(map(str, missing))
+        has = "have" if len(missing) > 1 else "has"
+        self._fail_config(
+            f"rank {self.rank} waits in {what} at step {self.step}; {who} {has} not called it "
+            f"(within comm.timeout_seconds = {self._comm_timeout():g} s) — every rank must "
+            f"call {what} at the same step: rank 0's values are logged, so the other ranks may "
+            f"pass theirs or placeholders (docs/byo-program.md)")
+
+    def _comm_timeout(self):
+        comm = self.config.get("comm") if isinstance(self.config, dict) else None
+        value = comm.get("timeout_seconds") if isinstance(comm, dict) else None
+        return float(value) if isinstance(value, (int, float)) and value > 0 else 300.0
+
+    def _fail_config(self, message):
+        """The program's or the config's mistake, the same in every attempt: the message on
+        stderr, no end line, exit 2 (docs/protocol.md: a bad config, never retried)."""
+        print(f"batchlab[rank {self.rank}]: {message}", file=sys.stderr)
+        if self._writer is not None:
+            self._writer.close()
+        self._finished = True
+        self._exit(2)
 
     def _check_prune_bound(self):
         """Rank 0, after an evaluation that missed the target: whether its bound (step + 1)
