@@ -139,6 +139,24 @@ class BranchTest(TempDirTest):
         self.assertEqual(sorted(sum(rows, [])), sorted(sum(trunk_rows[AT:AT + 6], [])))
         self.assertNotEqual(step_lines(branch)[0]["loss"], step_lines(trunk)[AT]["loss"])
 
+    def test_a_killed_branch_resumes_from_its_own_checkpoint_exactly(self):
+        trunk = self.trunk()
+        train(trunk)
+        config = branch_config(2, seed=2, delta=6 * 2 * B0)
+        config["checkpoint"] = {"every_steps": 2, "every_seconds": 0}
+        whole = attempt_folder(self, "whole", config, [trunk])
+        _, _, rows = train(whole)
+        first = attempt_folder(self, "first", config, [trunk])
+        train(first, stop_after=3)  # checkpoint after step 2
+        second = attempt_folder(self, "second", config, [trunk])
+        with open(os.path.join(second, protocol.RESUME_FILE), "w") as f:
+            json.dump({"attempts": [{"attempt": 1, "dir": first}]}, f)
+        run, code, resumed_rows = train(second)
+        self.assertEqual((code, run.resumed_step), (0, 2))
+        self.assertEqual(resumed_rows, rows[2:])
+        self.assertEqual([l["loss"] for l in step_lines(second)],
+                         [l["loss"] for l in step_lines(whole)[2:]])
+
     def test_a_schedule_equals_trunk_then_branch_and_resumes_across_the_switch(self):
         trunk = self.trunk()
         train(trunk)
