@@ -237,6 +237,39 @@ class BranchTest(TempDirTest):
         self.assert_exits(folder, 1, "branch_from.json: No such file or directory")
         self.assertFalse(os.path.exists(os.path.join(folder, protocol.METRICS_FILE)))
 
+    def test_a_trunk_state_that_does_not_fit_the_branch_exits_2(self):
+        class Model:
+            def __init__(self, width):
+                self.width = width
+
+            def state_dict(self):
+                return {"width": self.width}
+
+            def load_state_dict(self, d):
+                if d["width"] != self.width:
+                    raise RuntimeError(f"size mismatch: {d['width']} vs {self.width}\nmore")
+
+        def program(folder, width):
+            cfg = RunConfig.load(os.path.join(folder, protocol.CONFIG_FILE))
+            run = batchlab.Run(cfg, clock=FakeClock())
+            try:
+                run.resumable(model=Model(width))
+                for _ in run.steps(train_samples=N):
+                    run.log_step(1.0)
+            except SystemExit as e:
+                return e.code
+            return run.finish(exit=False)
+        trunk = attempt_folder(self, "trunk", TRUNK)
+        self.assertEqual(program(trunk, 8), 0)
+        same = attempt_folder(self, "same", branch_config(1), [trunk])
+        self.assertEqual(program(same, 8), 0)
+        folder = attempt_folder(self, "k1", branch_config(1, run_id="wider"), [trunk])
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(program(folder, 16), 2)
+        self.assertIn("branch: trunk run trunk's checkpoint does not fit this run's model "
+                      "(RuntimeError: size mismatch: 8 vs 16)", err.getvalue())
+
     def test_a_trunk_that_saves_nothing_and_a_branch_that_loads_nothing_exit_2(self):
         self.assert_exits(self.trunk(), 2, "checkpoint.at_steps", "run.resumable(model=model, "
                           "optimizer=optimizer)", register=False, resume=False)

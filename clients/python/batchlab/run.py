@@ -697,7 +697,15 @@ class Run:
             raise RuntimeError(f"batchlab: {which} has no state for {missing}; the program's "
                                "resumable() names changed")
         for name, obj in objects.items():
-            obj.load_state_dict(state[name])
+            try:
+                obj.load_state_dict(state[name])
+            except (RuntimeError, ValueError, KeyError) as e:
+                if self._origin is None or self.step:
+                    raise
+                fail_config(ConfigError(  # a branch: the trunk's model or optimizer differs
+                    f"branch: trunk run {self.cfg.branch.trunk_run_id}'s checkpoint does not fit "
+                    f"this run's {name} ({type(e).__name__}: {str(e).splitlines()[0]}); a branch "
+                    "keeps the trunk's model and optimizer"), self.rank)
         return self.step
 
     @property
