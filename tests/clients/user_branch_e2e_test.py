@@ -104,7 +104,10 @@ class UserProgramBranchTest(StudyTest):
             "SELECT json_extract(config_json, '$.branch') IS NULL, state FROM runs"))
         self.assertEqual(states, {1: "failed", 0: "failed"})
         logs = glob.glob(os.path.join(self.path("runs"), "**", "stderr.log"), recursive=True)
-        text = "".join(open(p, encoding="utf-8", errors="replace").read() for p in logs)
+        text = ""
+        for path in logs:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text += f.read()
         self.assertIn("checkpoint.at_steps: this run must keep checkpoints after steps [8]", text)
         self.assertIn("run.resumable(model=model, optimizer=optimizer)", text)
 
