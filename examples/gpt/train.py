@@ -56,7 +56,7 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
         q, k, v = (z.transpose(1, 2) for z in (q, k, v))  # [b, heads, t, d / heads]
         att = (q @ k.transpose(-2, -1)) * (d // self.heads) ** -0.5
-        att = att.masked_fill(mask[:t, :t], float("-inf")).softmax(-1)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
         y = (self.drop(att) @ v).transpose(1, 2).reshape(b, t, d)
         x = x + self.drop(self.proj(y))
         return x + self.drop(self.mlp(self.ln2(x)))
@@ -69,8 +69,6 @@ class GPT(nn.Module):
         self.pos = nn.Parameter(torch.zeros(context, d))
         self.blocks = nn.ModuleList(Block(d, heads, dropout) for _ in range(layers))
         self.ln = nn.LayerNorm(d)
-        # Above the diagonal: the future (a plain tensor, not a buffer DDP would broadcast).
-        self.mask = torch.ones(context, context).triu(1).bool()
         self.apply(self._init)
         nn.init.normal_(self.pos, std=0.02)
         for b in self.blocks:  # GPT-2: residual projections scaled by depth
@@ -85,9 +83,11 @@ class GPT(nn.Module):
             nn.init.zeros_(m.bias)
 
     def forward(self, idx):
-        x = self.tok(idx) + self.pos[:idx.shape[1]]
+        t = idx.shape[1]
+        x = self.tok(idx) + self.pos[:t]
+        mask = torch.ones(t, t, dtype=torch.bool, device=idx.device).triu(1)  # the future
         for b in self.blocks:
-            x = b(x, self.mask)
+            x = b(x, mask)
         return self.ln(x) @ self.tok.weight.t()  # tied output layer: logits [b, t, vocab]
 
 
