@@ -122,8 +122,9 @@ def main():
     torch.manual_seed(args.seed)
     model = DDP(ResNet(run.params.get("width", args.width)))
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    run.resumable(model=model, optimizer=opt)  # checkpointed: resumed, or a branch's start
-    rows = run.batches(len(train_x))  # each step's rows: resumes, schedules, branches
+    run.resumable(model=model, optimizer=opt)  # checkpointed; a new attempt resumes them
+    local_batch = run.local_batch_size
+    rows = batches(len(train_x), local_batch, rank, world, args.seed, run.data_position)
     for step in run.steps(len(train_x), opt):  # sets the LR of every step
         idx = next(rows)
         x, y = train_x[idx], train_y[idx]

@@ -29,7 +29,7 @@ class ExampleDiffTest(unittest.TestCase):
         self.assertIn("+import batchlab", body)
         self.assertTrue(any("run.finish()" in l for l in added))
         self.assertTrue(any("run.resumable(" in l for l in added))  # checkpoints
-        self.assertTrue(any("run.batches(" in l for l in added))  # rows: schedules, branches
+        self.assertTrue(any("run.data_position" in l for l in added))
         # The run's seed, not the script's own: otherwise two seeds of a study train identically.
         self.assertTrue(any("run.seed" in l for l in added), "\n".join(body))
 
