@@ -235,15 +235,16 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
   for (const PlannedRun& r : plan->runs) seen.insert(r.id);
   for (size_t t = 0; t < trunks; ++t) {
     json& tc = plan->runs[t].config;
-    if (!plan->runs[t].program.builtin) {
-      return InvalidArgumentError(
-          "branch: a branch study needs the built-in runner's checkpoints (a branch starts from "
-          "the trunk's parameters and optimizer state); remove \"program\"");
-    }
+    // A user program (the Python client) checkpoints through run.resumable(...) and starts a
+    // branch from the trunk's checkpoint as the runner does (docs/byo-program.md); it has no
+    // `comm` section (the built-in runner's), so its sync is allreduce.
     if (tc.value("mode", "train") != "train") {
       return InvalidArgumentError("branch: the trunk must train (mode \"train\")");
     }
-    const std::string sync = tc["comm"]["sync"].get<std::string>();
+    const std::string sync =
+        tc.contains("comm") && tc["comm"].is_object() && tc["comm"].contains("sync")
+            ? tc["comm"]["sync"].get<std::string>()
+            : std::string("allreduce");
     if (sync == "async_ps" || sync == "backup") {
       return InvalidArgumentError(fmt::format(
           "base.comm.sync: \"{}\" writes no checkpoints, so no branch can start from it; use "

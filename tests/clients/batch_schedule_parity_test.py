@@ -156,7 +156,7 @@ class RunnerMessagesTest(TempDirTest):
 
     def test_the_messages_are_still_the_runners(self):
         # The fixed parts of each message, as runner/config/run_config.cc spells them.
-        with open(os.path.join(REPO, "runner", "run_config.cc"), encoding="utf-8") as f:
+        with open(os.path.join(REPO, "runner", "config", "run_config.cc"), encoding="utf-8") as f:
             source = f.read()
         for fragment in ('" batch sizes for "', '" switch points (at_samples); give one batch '
                          'size per switch"', '" is not above the switch before it ("',

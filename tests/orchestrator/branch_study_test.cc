@@ -74,6 +74,26 @@ TEST(BranchStudyTest, TheTrunkAndItsBranches) {
   EXPECT_EQ(ids.size(), 12u);
 }
 
+// A user program (the Python client) is a trunk like the runner: it has no `comm` section (its
+// sync is allreduce), keeps the points as checkpoints, and its branches run the same program.
+TEST(BranchStudyTest, AUserProgramIsATrunkToo) {
+  StatusOr<Plan> plan = Expand(R"({"name": "u", "base": {"program": {"command": ["/bin/true"]},
+      "batch_size": 32, "lr": {"base": 0.002, "base_batch_size": 16, "rule": "sqrt"},
+      "budget": {"samples": 3200}},
+      "branch": {"at_steps": [10], "multipliers": [1, 2], "delta_samples": 640}})");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->runs.size(), 3u);
+  EXPECT_FALSE(plan->runs[0].program.builtin);
+  EXPECT_FALSE(plan->runs[0].config.contains("comm"));
+  EXPECT_EQ(plan->runs[0].config["checkpoint"]["at_steps"], nlohmann::json({10}));
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_FALSE(plan->runs[i].program.builtin);
+    EXPECT_EQ(plan->runs[i].program.command, plan->runs[0].program.command);
+    EXPECT_EQ(plan->runs[i].config["branch"]["at_step"], 10);
+    EXPECT_EQ(plan->runs[i].trunk_id, plan->runs[0].id);
+  }
+}
+
 TEST(BranchStudyTest, EverySamplesAndFractionsPlaceThePoints) {
   StatusOr<Plan> every = Expand(Spec(R"({"every_samples": 960, "multipliers": [1, 2],
                                          "delta_samples": 128})"));

@@ -116,18 +116,20 @@ def total_steps(schedule, budget_steps=0, budget_epochs=0.0, budget_samples=0,
     return smallest_limit(limits)
 
 
-def data_cursor(schedule, world_size, shard_rows, steps):
+def data_cursor(schedule, world_size, shard_rows, steps, start_epoch=0, start_rows=0):
     """(epoch, batches, rows): where this rank's data stands after `steps` steps, by the runner's
     sampler (runner/data/shard_sampler.cc): each rank keeps `shard_rows` rows per epoch and
     takes step s's local batch (at(s).batch / world_size) from them in order; a step whose local
     batch no longer fits in what is left of the epoch starts the next epoch. `epoch` is the one
     the last step read from (the runner's step-line epoch), `batches` and `rows` what that epoch
-    gave so far. shard_rows 0 (unknown): one endless epoch."""
-    epoch = batches = rows = 0
+    gave so far. shard_rows 0 (unknown): one endless epoch. A branch of a branch study starts
+    where its trunk's data stood: `start_rows` rows into epoch `start_epoch` (batches then
+    count the branch's own)."""
+    epoch, batches, rows = start_epoch, 0, start_rows
     if steps <= 0:
-        return 0, 0, 0
+        return epoch, 0, rows
     if shard_rows <= 0:
-        return 0, steps, schedule.samples_after(steps) // world_size
+        return epoch, steps, rows + schedule.samples_after(steps) // world_size
     segments = schedule.segments()
     for n, (first, batch) in enumerate(segments):
         if first > steps:

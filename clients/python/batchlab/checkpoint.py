@@ -126,7 +126,8 @@ def _fsync_dir(folder):
 
 def read_file(path, expect, map_location=None):
     """Reads and checks `path`: size, magic, header, format version, then each field of
-    `expect` (run_id, config_hash, step, rank, world_size), the checksum, and the payload.
+    `expect` (run_id, config_hash (None: any; a branch reads its trunk's), step, rank,
+    world_size), the checksum, and the payload.
     Returns (header, payload); raises Rejected naming the first check that failed."""
     try:
         with open(path, "rb") as f:
@@ -155,7 +156,7 @@ def read_file(path, expect, map_location=None):
                        f"{16 + size + (payload_bytes or 0) + _DIGEST})")
     if header.get("run_id") != expect["run_id"]:
         raise Rejected(f"another run's (run id {header.get('run_id')!r})")
-    if header.get("config_hash") != expect["config_hash"]:
+    if expect["config_hash"] is not None and header.get("config_hash") != expect["config_hash"]:
         raise Rejected(f"written under another config (hash {header.get('config_hash')!r}, this "
                        f"run's is {expect['config_hash']!r})")
     if hashlib.sha256(blob[:-_DIGEST]).digest() != blob[-_DIGEST:]:
@@ -199,6 +200,26 @@ def earlier_attempts(attempt_dir):
             attempt = a.get("attempt", 0)
             out.append((attempt if isinstance(attempt, int) else 0, a["dir"]))
     return out
+
+
+def trunk_dirs(attempt_dir):
+    """branch_from.json of a branch's attempt folder: ([trunk attempt folders, newest first],
+    [problems]): a missing or malformed file is a problem (the branch then has no folder)."""
+    path = os.path.join(attempt_dir, protocol.BRANCH_FROM_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        return [], [f"{path}: {e.strerror} (the orchestrator writes it for a branch run)"]
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    items = doc.get("trunk_dirs") if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        return [], [f"{path}: not {{\"trunk_dirs\": [...]}}"]
+    dirs = [d for d in items if isinstance(d, str) and d]
+    return dirs, ([] if dirs else [f"{path}: lists no trunk folder (the trunk never started?)"])
 
 
 def candidates(earlier):

@@ -229,6 +229,30 @@ def _batch_schedule(raw, world_size, accumulation):
     return {"at_samples": at, "batch_sizes": sizes}
 
 
+class Branch:
+    """`branch` (written by the orchestrator for a branch study's branch, docs/spec.md): the
+    trunk's run id and the trunk step whose checkpoint this run starts from."""
+
+    def __init__(self, trunk_run_id, at_step, trunk_batch_size, multiplier):
+        self.trunk_run_id, self.at_step = trunk_run_id, at_step
+        self.trunk_batch_size, self.multiplier = trunk_batch_size, multiplier
+
+
+def _branch(raw):
+    """The config's `branch` object, checked; None for a run that is not a branch."""
+    b = raw.get("branch")
+    if b is None:
+        return None
+    b = _obj(raw, "branch")
+    trunk = b.get("trunk_run_id")
+    if not isinstance(trunk, str) or not trunk:
+        raise ConfigError(f"branch.trunk_run_id: {json.dumps(trunk)} must be the trunk's run id "
+                          "(the orchestrator writes the branch object; remove it from the spec)")
+    return Branch(trunk, _int(b, "at_step", None, 1, "branch.at_step"),
+                  _int(b, "trunk_batch_size", 1, 1, "branch.trunk_batch_size"),
+                  _num(b, "multiplier", 1, "branch.multiplier", 0, True))
+
+
 class RunConfig:
     """The fields of a resolved config the protocol gives meaning to, checked, with derived sizes.
 
@@ -322,6 +346,7 @@ class RunConfig:
             every_seconds=_num(c, "every_seconds", 60.0, "checkpoint.every_seconds", 0),
             keep=_int(c, "keep", 2, 1, "checkpoint.keep"),
             at_steps=_int_list(c, "at_steps", "checkpoint.at_steps"))
+        self.branch = _branch(raw)
         self.metrics_path = raw.get("metrics_path", "")
         # The config file's folder (load); None: no stop or preempt file, no checkpoints.
         self.attempt_dir = None

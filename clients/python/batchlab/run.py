@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 
-from . import checkpoint, protocol, shared
+from . import checkpoint, protocol, sampler, shared
 from .batch_schedule import BatchSchedule, data_cursor
 from .batch_schedule import total_steps as schedule_total_steps
 from .config import ConfigError
@@ -155,6 +155,11 @@ class Run:
         self._schedule = None                # the LR schedule at batch_size
         self._lr_by_batch = {}               # a batch schedule's other batches: their LRs
         self._shard_rows = 0                 # floor(N / world_size); 0 = not told
+        self._train_samples = 0              # N (run.steps(train_samples=N)); 0 = not told
+        self._orders = {}                    # run.batches(): epoch -> this rank's rows
+        # A branch of a branch study: where its trunk's data stood at the branch point
+        # ({"seed", "epoch", "rows", "at_step"}); None for any other run.
+        self._origin = None
         self._writer = None
         self._start_time = None
         self._step_began = None
@@ -194,6 +199,7 @@ class Run:
         if self._start_time is not None:
             return
         cfg = self.cfg
+        self._check_branch_state()
         self._plan(train_samples)
         self._open_writer()
         self._start_time = self._clock() - self._resume_elapsed  # a resumed run's clock goes on
@@ -235,6 +241,7 @@ class Run:
                 self.steps_per_epoch = steps_per_epoch(int(train_samples), cfg.world_size,
                                                        cfg.local_batch_size)
                 self._shard_rows = int(train_samples) // cfg.world_size
+                self._train_samples = int(train_samples)
                 for i, batch in enumerate(sched.batch_sizes):  # as the runner's trainer
                     if batch // cfg.world_size > self._shard_rows:
                         raise ConfigError(
@@ -610,7 +617,7 @@ class Run:
         folder = self.cfg.attempt_dir
         earlier = checkpoint.earlier_attempts(folder) if folder else []
         if not earlier:
-            return None
+            return self._start_branch(map_location)
         values = self._shared()
         if self.world_size > 1 and isinstance(values, shared.LocalValues):
             raise RuntimeError("batchlab: call run.resume() after torch.distributed."
@@ -647,7 +654,87 @@ class Run:
             rejected.append({"file": path, "reason": reason})
         if rejected:  # nothing loads: from step 0, and the events say why
             self._write_resume_line({"step": 0, "rejected": rejected})
-        return None
+        return self._start_branch(map_location)
+
+    def _start_branch(self, map_location=None):
+        """A branch of a branch study (config `branch`) that has no checkpoint of its own: every
+        rank reads its shard of the trunk's checkpoint at branch.at_step from the trunk's
+        attempt folders in branch_from.json (the first that holds a valid one; checked: the
+        trunk's run id, step, rank, world size, checksum, not the config hash: a branch's
+        config differs by design). The program gets the trunk's state; the data continue at
+        the trunk's data position (the rows the trunk had not read this epoch, re-dealt under
+        another seed than the trunk's), and with the trunk's seed its random generators go on.
+        The branch's own counters start at 0. None usable on some rank: exit 1, each file
+        tried and why on stderr (docs/protocol.md, "Branch runs")."""
+        br = self.cfg.branch
+        if br is None or self.cfg.mode != "train" or not self.cfg.attempt_dir:
+            return None
+        values = self._shared()
+        if self.world_size > 1 and isinstance(values, shared.LocalValues):
+            raise RuntimeError("batchlab: call run.resume() after torch.distributed."
+                               "init_process_group: the ranks must agree on the checkpoint")
+        dirs, tried = checkpoint.trunk_dirs(self.cfg.attempt_dir)
+        name = P.checkpoint_file_name(br.at_step, self.rank)
+        expect = {"run_id": br.trunk_run_id, "config_hash": None, "step": br.at_step,
+                  "rank": self.rank, "world_size": self.world_size}
+        found = None
+        for folder in dirs:
+            path = os.path.join(folder, P.CHECKPOINT_DIR, name)
+            if not os.path.exists(path):
+                tried.append(f"{path}: no such file")
+                continue
+            try:
+                _, payload = checkpoint.read_file(path, expect, map_location)
+                if "data_cursor" not in payload["client"]:
+                    raise checkpoint.Rejected("written by an older batchlab client (no data "
+                                              "cursor); run the trunk again")
+                found = (path, payload)
+                break
+            except checkpoint.Rejected as e:
+                tried.append(f"{path}: {e}")
+        if values.mean([0.0 if found else 1.0])[0] != 0:
+            if found:
+                tried.append(f"{found[0]}: loads, but another rank's shard does not "
+                             "(see its message)")
+            print(f"batchlab[rank {self.rank}]: branch: no usable checkpoint of trunk run "
+                  f"{br.trunk_run_id} at step {br.at_step} for rank {self.rank}"
+                  + "".join(f"\n  {t}" for t in tried), file=sys.stderr)
+            self._finished = True
+            self._exit(1)
+        path, payload = found
+        client = payload["client"]
+        trunk_seed = client.get("seed")
+        epoch, rows = client["data_cursor"]
+        self._origin = {"seed": trunk_seed, "epoch": epoch, "rows": rows,
+                        "at_step": br.at_step}
+        if trunk_seed == self.seed:  # the trunk's generators go on
+            self._rng_pending = client["rng"]
+        self._resumed = (0, payload["user"])
+        if self.is_main:
+            print(f"batchlab: branch of trunk run {br.trunk_run_id} at its step {br.at_step} "
+                  f"(from {path}; data epoch {epoch}, row {rows})", file=sys.stderr)
+        return payload["user"]
+
+    def _check_branch_state(self):
+        """Refusals before the first step (exit 2, naming what to add): a branch study's trunk
+        (checkpoint.at_steps) must save the state its branches start from; a branch must load
+        it."""
+        cfg = self.cfg
+        if cfg.mode != "train":
+            return
+        if cfg.branch is not None and self._resumed is None:
+            fail_config(ConfigError(
+                f"branch: this run starts from trunk run {cfg.branch.trunk_run_id}'s checkpoint "
+                f"at step {cfg.branch.at_step}, but the program loaded none; call "
+                "run.resumable(model=model, optimizer=optimizer) (or run.resume()) before "
+                "run.steps()"), self.rank)
+        if cfg.checkpoint.at_steps and self._checkpoint_fn is None:
+            fail_config(ConfigError(
+                f"checkpoint.at_steps: this run must keep checkpoints after steps "
+                f"{sorted(cfg.checkpoint.at_steps)} (the trunk of a branch study: its branches "
+                "start from them), but the program registered no state; call "
+                "run.resumable(model=model, optimizer=optimizer) (or run.on_checkpoint(fn)) "
+                "before run.steps()"), self.rank)
 
     def resumable(self, **objects):
         """Checkpoints for objects with state_dict()/load_state_dict() (models, optimizers,
@@ -664,10 +751,21 @@ class Run:
             return 0
         missing = [name for name in objects if name not in state]
         if missing or not isinstance(state, dict):
-            raise RuntimeError(f"batchlab: the checkpoint at step {self.step} has no state for "
-                               f"{missing}; the program's resumable() names changed")
+            which = (f"trunk run {self.cfg.branch.trunk_run_id}'s checkpoint at step "
+                     f"{self.cfg.branch.at_step}" if self._origin is not None and not self.step
+                     else f"the checkpoint at step {self.step}")
+            raise RuntimeError(f"batchlab: {which} has no state for {missing}; the program's "
+                               "resumable() names changed")
         for name, obj in objects.items():
-            obj.load_state_dict(state[name])
+            try:
+                obj.load_state_dict(state[name])
+            except (RuntimeError, ValueError, KeyError) as e:
+                if self._origin is None or self.step:
+                    raise
+                fail_config(ConfigError(  # a branch: the trunk's model or optimizer differs
+                    f"branch: trunk run {self.cfg.branch.trunk_run_id}'s checkpoint does not fit "
+                    f"this run's {name} ({type(e).__name__}: {str(e).splitlines()[0]}); a branch "
+                    "keeps the trunk's model and optimizer"), self.rank)
         return self.step
 
     @property
@@ -680,23 +778,79 @@ class Run:
         Under a batch_schedule the batches differ in size: the runner's sampler takes each
         step's local batch from the rows of the epoch left, and a step whose local batch no
         longer fits starts the next epoch (reshuffled); start at `rows` rows into `epoch`."""
+        return self._position_after(self.step)
+
+    def _position_after(self, steps):
+        """data_position after `steps` steps: where step steps + 1 takes its local batch."""
         sched = self.batch_schedule
-        if sched.constant or not self._shard_rows:
+        o = self._origin
+        if o is None and (sched.constant or not self._shard_rows):
             if not self.steps_per_epoch:
-                rows = self.samples_after(self.step) // self.world_size
-                return DataPosition(0, self.step, rows)
-            epoch, index = divmod(self.step, self.steps_per_epoch)
+                rows = self.samples_after(steps) // self.world_size
+                return DataPosition(0, steps, rows)
+            epoch, index = divmod(steps, self.steps_per_epoch)
             return DataPosition(epoch, index, index * self.cfg.local_batch_size)
-        epoch, index, rows = data_cursor(sched, self.world_size, self._shard_rows, self.step)
-        if rows + self.batch_size_at(self.step + 1) // self.world_size > self._shard_rows:
+        start = (o["epoch"], o["rows"]) if o is not None else (0, 0)
+        epoch, index, rows = data_cursor(sched, self.world_size, self._shard_rows, steps,
+                                         *start)
+        if self._shard_rows and \
+                rows + self.batch_size_at(steps + 1) // self.world_size > self._shard_rows:
             return DataPosition(epoch + 1, 0, 0)  # the next step starts the next epoch
         return DataPosition(epoch, index, rows)
 
     def _epoch_of(self, step):
         """The epoch step `step` read its batch from (the step line's `epoch`)."""
+        if self._origin is not None:
+            return self._position_after(step - 1).epoch
         if self.batch_schedule.constant or not self._shard_rows:
             return (step - 1) // self.steps_per_epoch
         return data_cursor(self.batch_schedule, self.world_size, self._shard_rows, step)[0]
+
+    def batches(self, train_samples=None):
+        """This rank's row indices (a list of ints into the training set) for every step, one
+        list per next(): the step in progress's local batch (run.local_batch_size rows, so it
+        follows a batch_schedule), from where run.data_position stands — after run.resume(), a
+        branch start included, the rows the uninterrupted run reads. Every epoch the rows are
+        reshuffled by the run's seed (sampler.py). Call run.steps(train_samples=N) with the
+        same N; next() it once per step, inside the loop:
+
+            rows = run.batches(len(train_set))
+            for step in run.steps(len(train_set), opt):
+                idx = torch.tensor(next(rows))
+        """
+        if train_samples is not None and self._train_samples and \
+                int(train_samples) != self._train_samples:
+            raise ValueError(f"batchlab: run.batches({train_samples}) but run.steps() was told "
+                             f"{self._train_samples} training samples; pass the same N")
+        while True:
+            if train_samples is not None and not self._train_samples:
+                self._plan(train_samples)
+            if not self._train_samples:
+                raise ValueError("batchlab: run.batches() needs the training set's size: "
+                                 "run.batches(train_samples=N)")
+            yield self.rows_of(self._yielded if self._yielded > self.step else self.step + 1)
+
+    def rows_of(self, step):
+        """The row indices this rank reads in step `step` (from 1); see batches()."""
+        at = self._position_after(step - 1)
+        local = self.batch_size_at(step) // self.world_size
+        return self._epoch_order(at.epoch)[at.rows:at.rows + local]
+
+    def _epoch_order(self, epoch):
+        """This rank's rows of `epoch` in reading order (a branch: its trunk's in the epoch of
+        the branch point, the unread ones re-dealt under another seed)."""
+        if epoch not in self._orders:
+            o, n = self._origin, self._train_samples
+            if o is not None and epoch <= o["epoch"]:
+                order = sampler.shard_order(n, self.world_size, self.rank, o["seed"], epoch)
+                if epoch == o["epoch"] and o["seed"] != self.seed:
+                    order = order[:o["rows"]] + sampler.redeal(order[o["rows"]:], self.seed,
+                                                               self.rank, o["at_step"])
+            else:
+                order = sampler.shard_order(n, self.world_size, self.rank, self.seed, epoch)
+            self._orders = {e: v for e, v in self._orders.items() if e >= epoch - 1}
+            self._orders[epoch] = order
+        return self._orders[epoch]
 
     @property
     def preempted(self):
@@ -723,6 +877,9 @@ class Run:
             self.steps_per_epoch = client["steps_per_epoch"]
         if client.get("shard_rows") and not self._shard_rows:
             self._shard_rows = client["shard_rows"]
+        if client.get("train_samples") and not self._train_samples:
+            self._train_samples = client["train_samples"]
+        self._origin = client.get("data_origin")
         self._last_checkpoint = (step, self.samples_after(step), client["elapsed"])
         self._use_batch_of(step + 1)  # the sizes of the step the run continues with
         self._rng_pending = client["rng"]
@@ -733,6 +890,7 @@ class Run:
         """What the next step depends on besides the program's own state. The LR and the batch
         are functions of the step; the data position follows from the step, steps_per_epoch
         and shard_rows."""
+        position = self._position_after(self.step)
         return {"step": self.step, "elapsed": self._elapsed,
                 # The resumed attempt's first line takes the seq after this checkpoint's line.
                 "next_seq": self._writer.next_seq + 1,
@@ -741,7 +899,10 @@ class Run:
                 "target_at": list(self._target_at) if self._target_at else None,
                 "prune_bound_passed": self._prune_bound_passed,
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
-                "shard_rows": self._shard_rows,
+                "shard_rows": self._shard_rows, "train_samples": self._train_samples,
+                # A branch starts from these: the seed and where the data stand.
+                "seed": self.seed, "data_cursor": [position.epoch, position.rows],
+                "data_origin": self._origin,
                 "rng": checkpoint.rng_state()}
 
     def _checkpoint_due(self):
