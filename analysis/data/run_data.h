@@ -9,8 +9,8 @@
 //   run.world_size = 2;
 //   run.metrics["test_accuracy"] = Series{{100, 200}, {0.80, 0.86}};
 //   const Series* acc = run.Metric("test_accuracy");  // nullptr when the run never logged it
-#ifndef BATCHLAB_ANALYSIS_RUN_DATA_H_
-#define BATCHLAB_ANALYSIS_RUN_DATA_H_
+#ifndef BATCHLAB_ANALYSIS_DATA_RUN_DATA_H_
+#define BATCHLAB_ANALYSIS_DATA_RUN_DATA_H_
 
 #include <cstdint>
 #include <map>
@@ -91,4 +91,4 @@ std::string SweptDetail(const RunData& run);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_RUN_DATA_H_
+#endif  // BATCHLAB_ANALYSIS_DATA_RUN_DATA_H_

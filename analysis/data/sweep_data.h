@@ -9,8 +9,8 @@
 //   opt.metrics = AnalysisMetrics("test_accuracy");  // or {} for every metric
 //   BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep("batchlab.db", "quickstart", opt));
 //   for (const RunData& r : sweep.runs) fmt::print("{} {}\n", r.id, r.state);
-#ifndef BATCHLAB_ANALYSIS_SWEEP_DATA_H_
-#define BATCHLAB_ANALYSIS_SWEEP_DATA_H_
+#ifndef BATCHLAB_ANALYSIS_DATA_SWEEP_DATA_H_
+#define BATCHLAB_ANALYSIS_DATA_SWEEP_DATA_H_
 
 #include <string>
 #include <vector>
@@ -36,4 +36,4 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_SWEEP_DATA_H_
+#endif  // BATCHLAB_ANALYSIS_DATA_SWEEP_DATA_H_

@@ -6,8 +6,8 @@
 //   t.rows.push_back({"256", FormatNumber(912.5)});
 //   t.notes.push_back("best over learning rates (Shallue et al. 2018)");
 //   fmt::print("{}", t.ToText());
-#ifndef BATCHLAB_ANALYSIS_TABLE_H_
-#define BATCHLAB_ANALYSIS_TABLE_H_
+#ifndef BATCHLAB_ANALYSIS_DATA_TABLE_H_
+#define BATCHLAB_ANALYSIS_DATA_TABLE_H_
 
 #include <string>
 #include <vector>
@@ -44,4 +44,4 @@ std::string HtmlEscape(const std::string& s);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_TABLE_H_
+#endif  // BATCHLAB_ANALYSIS_DATA_TABLE_H_

@@ -9,8 +9,8 @@
 //   std::vector<double> reps;
 //   for (int r = 0; r < 1000; ++r) reps.push_back(Statistic(rs.BlockIndices(n, block)));
 //   Interval ci = PercentileInterval(point, reps, 0.95);
-#ifndef BATCHLAB_ANALYSIS_BOOTSTRAP_H_
-#define BATCHLAB_ANALYSIS_BOOTSTRAP_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_BOOTSTRAP_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_BOOTSTRAP_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -88,4 +88,4 @@ size_t DefaultBlockLength(size_t n);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_BOOTSTRAP_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_BOOTSTRAP_H_

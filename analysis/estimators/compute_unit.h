@@ -8,8 +8,8 @@
 //     if (h.status == HitStatus::kReached)
 //       fmt::print("{} {} {}\n", h.label, ComputeIn(h, basis.unit), ComputeUnitName(basis.unit));
 //   fmt::print("{}\n", basis.Note());  // "compute in FLOPs: all 4 runs that reached ..."
-#ifndef BATCHLAB_ANALYSIS_COMPUTE_UNIT_H_
-#define BATCHLAB_ANALYSIS_COMPUTE_UNIT_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_COMPUTE_UNIT_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_COMPUTE_UNIT_H_
 
 #include <string>
 #include <vector>
@@ -44,4 +44,4 @@ double SpentIn(const TargetHit& h, int64_t step, double seconds, ComputeUnit uni
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_COMPUTE_UNIT_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_COMPUTE_UNIT_H_

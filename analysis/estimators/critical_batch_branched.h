@@ -23,8 +23,8 @@
 //     BATCHLAB_ASSIGN_OR_RETURN(CbsPoint c, EstimateCbs(p, CbsOptions{.tolerance = 0.01}));
 //   }
 //   BatchSchedule s = RecommendSchedule(points, /*b0=*/32, /*total_samples=*/65536, 1.0);
-#ifndef BATCHLAB_ANALYSIS_BRANCH_CBS_H_
-#define BATCHLAB_ANALYSIS_BRANCH_CBS_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_CRITICAL_BATCH_BRANCHED_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_CRITICAL_BATCH_BRANCHED_H_
 
 #include <cstdint>
 #include <map>
@@ -136,4 +136,4 @@ BatchSchedule RecommendSchedule(const std::vector<CbsPoint>& points, int64_t b0,
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_BRANCH_CBS_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_CRITICAL_BATCH_BRANCHED_H_

@@ -17,8 +17,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(CritFit fit, FitCriticalBatch(pts, CritOptions{}));
 //   fmt::print("B_crit = {} [{}, {}]\n", fit.b_crit.value, fit.b_crit.low, fit.b_crit.high);
 //   Region r = RegionOf(1024, fit.b_crit.value);  // kDiminishingReturns, ...
-#ifndef BATCHLAB_ANALYSIS_CRITICAL_BATCH_H_
-#define BATCHLAB_ANALYSIS_CRITICAL_BATCH_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_CRITICAL_BATCH_FIT_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_CRITICAL_BATCH_FIT_H_
 
 #include <cstdint>
 #include <string>
@@ -98,4 +98,4 @@ const char* RegionName(Region r);  // "near-perfect scaling", ...
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_CRITICAL_BATCH_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_CRITICAL_BATCH_FIT_H_

@@ -16,8 +16,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(GnsEstimate est, EstimateGns(samples, opt));
 //   fmt::print("B_simple = {} [{}, {}]\n", est.b_simple.value, est.b_simple.low,
 //   est.b_simple.high);
-#ifndef BATCHLAB_ANALYSIS_GRADIENT_NOISE_H_
-#define BATCHLAB_ANALYSIS_GRADIENT_NOISE_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_GRADIENT_NOISE_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_GRADIENT_NOISE_H_
 
 #include <cstdint>
 #include <limits>
@@ -113,4 +113,4 @@ std::vector<GnsSample> GnsSamplesOf(const RunData& run);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_GRADIENT_NOISE_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_GRADIENT_NOISE_H_

@@ -5,8 +5,8 @@
 //
 //   for (const LrFound& f : LrFoundPerGroup(sweep.runs, hits, "lr.base"))
 //     if (f.lr) fmt::print("B={} lr={} in {} runs\n", f.batch_size, *f.lr, f.runs);
-#ifndef BATCHLAB_ANALYSIS_LR_FOUND_H_
-#define BATCHLAB_ANALYSIS_LR_FOUND_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_LR_FOUND_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_LR_FOUND_H_
 
 #include <cstdint>
 #include <optional>
@@ -34,4 +34,4 @@ std::vector<LrFound> LrFoundPerGroup(const std::vector<RunData>& runs,
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_LR_FOUND_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_LR_FOUND_H_

@@ -19,8 +19,8 @@
 //   std::vector<LrTrial> trials = LrTrialsOf(sweep.runs, target.hits, "lr.base");
 //   BATCHLAB_ASSIGN_OR_RETURN(std::vector<LrLaw> laws, EstimateLrLaws(trials, LrLawOptions{}));
 //   for (const LrLaw& law : laws) fmt::print("{}\n", law.reading);
-#ifndef BATCHLAB_ANALYSIS_LR_LAW_H_
-#define BATCHLAB_ANALYSIS_LR_LAW_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_LR_LAW_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_LR_LAW_H_
 
 #include <cstdint>
 #include <optional>
@@ -93,4 +93,4 @@ StatusOr<std::vector<LrLaw>> EstimateLrLaws(const std::vector<LrTrial>& trials,
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_LR_LAW_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_LR_LAW_H_

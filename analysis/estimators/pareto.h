@@ -9,8 +9,8 @@
 //   std::vector<ParetoPoint> pts = {{"a", "B=64 K=1", 10, 10}, {"b", "B=256 K=2", 6, 12},
 //                                    {"c", "B=256 K=1", 12, 12}};
 //   std::vector<size_t> front = ParetoFrontier(pts);  // {1, 0}: "c" is dominated by "a"
-#ifndef BATCHLAB_ANALYSIS_PARETO_H_
-#define BATCHLAB_ANALYSIS_PARETO_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_PARETO_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_PARETO_H_
 
 #include <string>
 #include <vector>
@@ -35,4 +35,4 @@ std::vector<ParetoPoint> ParetoPointsOf(const std::vector<TargetHit>& hits, Comp
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_PARETO_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_PARETO_H_

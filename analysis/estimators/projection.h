@@ -14,8 +14,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(ComputeModel cm, FitComputeModel(RunTimings(sweep.runs, 5)));
 //   BATCHLAB_ASSIGN_OR_RETURN(ClusterProfile ib, FindClusterProfile("ib-100g"));
 //   std::vector<ProjectedPoint> pts = Project(cm, ib, parameters, {{256, 900}, {1024, 400}}, 1024);
-#ifndef BATCHLAB_ANALYSIS_PROJECTION_H_
-#define BATCHLAB_ANALYSIS_PROJECTION_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_PROJECTION_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_PROJECTION_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -101,4 +101,4 @@ std::vector<ProjectedPoint> Project(const ComputeModel& compute, const ClusterPr
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_PROJECTION_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_PROJECTION_H_

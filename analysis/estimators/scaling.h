@@ -12,8 +12,8 @@
 //   std::vector<RunTiming> t = RunTimings(sweep.runs, /*skip_steps=*/5);
 //   for (const ScalingRow& r : StrongScaling(t)) fmt::print("{} {}\n", r.world_size, r.efficiency);
 //   BATCHLAB_ASSIGN_OR_RETURN(AlphaBetaFit ab, FitRingAllreduce(AllreduceObservationsOf(t)));
-#ifndef BATCHLAB_ANALYSIS_SCALING_H_
-#define BATCHLAB_ANALYSIS_SCALING_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_SCALING_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_SCALING_H_
 
 #include <cstdint>
 #include <string>
@@ -139,4 +139,4 @@ std::vector<AllreduceObservation> AllreduceObservationsOf(const std::vector<RunT
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_SCALING_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_SCALING_H_

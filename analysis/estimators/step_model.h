@@ -16,8 +16,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(StepModel m, FitStepModel(t));
 //   double s = m.Predict(t[0]);            // the model's step time for run 0's configuration
 //   ModelCheck check = CheckStepModel(t);  // check.held_out_median: e.g. 0.07
-#ifndef BATCHLAB_ANALYSIS_STEP_MODEL_H_
-#define BATCHLAB_ANALYSIS_STEP_MODEL_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_STEP_MODEL_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_STEP_MODEL_H_
 
 #include <cstdint>
 #include <limits>
@@ -97,4 +97,4 @@ ModelCheck CheckStepModel(const std::vector<RunTiming>& timings);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_STEP_MODEL_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_STEP_MODEL_H_

@@ -11,8 +11,8 @@
 //   std::vector<TargetHit> hits = FindTargetHits(sweep.runs, target);
 //   for (const BatchBest& b : BestPerBatchSize(hits))
 //     if (b.best) fmt::print("B={} steps={}\n", b.batch_size, b.best_steps);
-#ifndef BATCHLAB_ANALYSIS_STEPS_TO_TARGET_H_
-#define BATCHLAB_ANALYSIS_STEPS_TO_TARGET_H_
+#ifndef BATCHLAB_ANALYSIS_ESTIMATORS_STEPS_TO_TARGET_H_
+#define BATCHLAB_ANALYSIS_ESTIMATORS_STEPS_TO_TARGET_H_
 
 #include <cstdint>
 #include <optional>
@@ -113,4 +113,4 @@ std::vector<BatchBest> BestPerBatchSize(const std::vector<TargetHit>& hits);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_STEPS_TO_TARGET_H_
+#endif  // BATCHLAB_ANALYSIS_ESTIMATORS_STEPS_TO_TARGET_H_

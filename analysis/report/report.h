@@ -6,8 +6,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(Study study, RunStudy(sweep, StudyOptions{}));
 //   BATCHLAB_ASSIGN_OR_RETURN(auto files, WriteReport(study, "report/"));
 //   // files: report/report.html, report/report.md, report/steps_to_target.csv, ...
-#ifndef BATCHLAB_ANALYSIS_REPORT_H_
-#define BATCHLAB_ANALYSIS_REPORT_H_
+#ifndef BATCHLAB_ANALYSIS_REPORT_REPORT_H_
+#define BATCHLAB_ANALYSIS_REPORT_REPORT_H_
 
 #include <string>
 #include <vector>
@@ -36,4 +36,4 @@ StatusOr<std::vector<std::string>> WriteReport(const Study& study, const std::st
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_REPORT_H_
+#endif  // BATCHLAB_ANALYSIS_REPORT_REPORT_H_

@@ -13,8 +13,8 @@
 //
 //   for (const Chart& c : StudyCharts(study))
 //     fmt::print("{}: {}\n{}\n", c.id, c.reading, c.spec.dump());
-#ifndef BATCHLAB_ANALYSIS_REPORT_CHARTS_H_
-#define BATCHLAB_ANALYSIS_REPORT_CHARTS_H_
+#ifndef BATCHLAB_ANALYSIS_REPORT_REPORT_CHARTS_H_
+#define BATCHLAB_ANALYSIS_REPORT_REPORT_CHARTS_H_
 
 #include <string>
 #include <vector>
@@ -38,4 +38,4 @@ std::vector<Chart> StudyCharts(const Study& study);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_REPORT_CHARTS_H_
+#endif  // BATCHLAB_ANALYSIS_REPORT_REPORT_CHARTS_H_

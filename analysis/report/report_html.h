@@ -12,8 +12,8 @@
 //   live.progress_url = "/api/sweeps/quickstart/progress";
 //   live.fingerprint = progress.fingerprint;
 //   std::string page = RenderHtml(study, live);
-#ifndef BATCHLAB_ANALYSIS_REPORT_HTML_H_
-#define BATCHLAB_ANALYSIS_REPORT_HTML_H_
+#ifndef BATCHLAB_ANALYSIS_REPORT_REPORT_HTML_H_
+#define BATCHLAB_ANALYSIS_REPORT_REPORT_HTML_H_
 
 #include <string>
 #include <vector>
@@ -38,4 +38,4 @@ StatusOr<std::string> ChartLibraryScripts();
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_REPORT_HTML_H_
+#endif  // BATCHLAB_ANALYSIS_REPORT_REPORT_HTML_H_

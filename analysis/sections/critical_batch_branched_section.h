@@ -7,8 +7,8 @@
 //   CbsSectionOptions o;   // metric test_loss, 3 evaluations, ε 0.01, margin 1
 //   CbsSection s = AnalyzeCbs(sweep, o);
 //   fmt::print("{}", CbsTables(s)[0].ToText());  nlohmann::json j = CbsJson(s);
-#ifndef BATCHLAB_ANALYSIS_CBS_SECTION_H_
-#define BATCHLAB_ANALYSIS_CBS_SECTION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_CRITICAL_BATCH_BRANCHED_SECTION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_CRITICAL_BATCH_BRANCHED_SECTION_H_
 
 #include <optional>
 #include <string>
@@ -53,4 +53,4 @@ std::vector<std::string> CbsLines(const CbsSection& s);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_CBS_SECTION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_CRITICAL_BATCH_BRANCHED_SECTION_H_

@@ -5,8 +5,8 @@
 //   CritSection crit = AnalyzeCrit(target, gns, opt);
 //   for (const Table& t : CritTables(crit)) fmt::print("{}\n", t.ToText());
 //   nlohmann::json j = CritJson(crit);
-#ifndef BATCHLAB_ANALYSIS_CRIT_SECTION_H_
-#define BATCHLAB_ANALYSIS_CRIT_SECTION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_CRITICAL_BATCH_FIT_SECTION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_CRITICAL_BATCH_FIT_SECTION_H_
 
 #include <cstdint>
 #include <optional>
@@ -53,4 +53,4 @@ nlohmann::json CritJson(const CritSection& crit);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_CRIT_SECTION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_CRITICAL_BATCH_FIT_SECTION_H_

@@ -6,8 +6,8 @@
 //   GnsSection gns = AnalyzeGns(sweep, opt);
 //   for (const Table& t : GnsTables(gns, opt)) fmt::print("{}\n", t.ToText());
 //   nlohmann::json j = GnsJson(gns, opt, /*include_series=*/false);
-#ifndef BATCHLAB_ANALYSIS_GNS_SECTION_H_
-#define BATCHLAB_ANALYSIS_GNS_SECTION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_GNS_SECTION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_GNS_SECTION_H_
 
 #include <cstdint>
 #include <optional>
@@ -59,4 +59,4 @@ nlohmann::json GnsJson(const GnsSection& gns, const StudyOptions& options, bool 
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_GNS_SECTION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_GNS_SECTION_H_

@@ -6,8 +6,8 @@
 //   LrSection s = AnalyzeLr(sweep, target, options);
 //   for (const Table& t : LrTables(s)) fmt::print("{}", t.ToText());
 //   if (const LrLaw* law = s.MainLaw()) ... law->LrAt(1024) ...
-#ifndef BATCHLAB_ANALYSIS_LR_LAW_SECTION_H_
-#define BATCHLAB_ANALYSIS_LR_LAW_SECTION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_LR_LAW_SECTION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_LR_LAW_SECTION_H_
 
 #include <string>
 #include <vector>
@@ -44,4 +44,4 @@ std::string LrRecommendation(const LrSection& s, int64_t batch);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_LR_LAW_SECTION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_LR_LAW_SECTION_H_

@@ -4,8 +4,8 @@
 //   ParetoSection pareto = AnalyzePareto(target);  // keeps pointers into `target`
 //   for (const Table& t : ParetoTables(pareto)) fmt::print("{}\n", t.ToText());
 //   nlohmann::json j = ParetoJson(pareto);
-#ifndef BATCHLAB_ANALYSIS_PARETO_SECTION_H_
-#define BATCHLAB_ANALYSIS_PARETO_SECTION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_PARETO_SECTION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_PARETO_SECTION_H_
 
 #include <cstddef>
 #include <vector>
@@ -33,4 +33,4 @@ nlohmann::json ParetoJson(const ParetoSection& pareto);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_PARETO_SECTION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_PARETO_SECTION_H_

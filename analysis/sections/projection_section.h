@@ -6,8 +6,8 @@
 //   ProjectionSection p = AnalyzeProjection(sweep, target, scaling, opt);
 //   for (const Table& t : ProjectionTables(p)) fmt::print("{}\n", t.ToText());
 //   nlohmann::json j = ProjectionJson(p);
-#ifndef BATCHLAB_ANALYSIS_PROJECTION_SECTION_H_
-#define BATCHLAB_ANALYSIS_PROJECTION_SECTION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_PROJECTION_SECTION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_PROJECTION_SECTION_H_
 
 #include <cstdint>
 #include <vector>
@@ -45,4 +45,4 @@ nlohmann::json ModelCheckJson(const ModelCheck& check);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_PROJECTION_SECTION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_PROJECTION_SECTION_H_

@@ -19,8 +19,8 @@
 //   if (r.status.ok()) fmt::print("{}\n", RecommendationSentence(r));
 //   // B=512 on 2 ranks: 3.1x faster to test_accuracy>=0.85 than B=32 on 1 rank, for 1.4x the
 //   // compute; ...
-#ifndef BATCHLAB_ANALYSIS_RECOMMENDATION_H_
-#define BATCHLAB_ANALYSIS_RECOMMENDATION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_RECOMMENDATION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_RECOMMENDATION_H_
 
 #include <cstdint>
 #include <optional>
@@ -129,4 +129,4 @@ nlohmann::json RecommendationJson(const RecommendationSection& section);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_RECOMMENDATION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_RECOMMENDATION_H_

@@ -9,8 +9,8 @@
 //   CurvesSection curves = CollectCurves(sweep, /*max_points=*/400);
 //   for (const RunCurves& r : curves.runs)
 //     if (const Series* acc = r.Find("test_accuracy")) fmt::print("{} {}\n", r.label, acc->size());
-#ifndef BATCHLAB_ANALYSIS_RUN_CURVES_H_
-#define BATCHLAB_ANALYSIS_RUN_CURVES_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_RUN_CURVES_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_RUN_CURVES_H_
 
 #include <cstdint>
 #include <map>
@@ -60,4 +60,4 @@ Series Thin(const Series& s, size_t max_points);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_RUN_CURVES_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_RUN_CURVES_H_

@@ -5,8 +5,8 @@
 //   ScalingSection scaling = AnalyzeScaling(sweep, opt);
 //   for (const Table& t : ScalingTables(scaling)) fmt::print("{}\n", t.ToText());
 //   nlohmann::json j = ScalingJson(scaling);
-#ifndef BATCHLAB_ANALYSIS_SCALING_SECTION_H_
-#define BATCHLAB_ANALYSIS_SCALING_SECTION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_SCALING_SECTION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_SCALING_SECTION_H_
 
 #include <vector>
 
@@ -33,4 +33,4 @@ nlohmann::json ScalingJson(const ScalingSection& scaling);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_SCALING_SECTION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_SCALING_SECTION_H_

@@ -7,8 +7,8 @@
 //   ScheduleSection s = CompareSchedules(sweep, /*smooth_steps=*/20);
 //   Table t = ScheduleTable(s);          // one row per configuration, over its seeds
 //   for (auto& line : s.readings) ...    // "B=16→64@8192 took 41% fewer steps than B=16 ..."
-#ifndef BATCHLAB_ANALYSIS_SCHEDULE_COMPARE_H_
-#define BATCHLAB_ANALYSIS_SCHEDULE_COMPARE_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_SCHEDULE_COMPARE_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_SCHEDULE_COMPARE_H_
 
 #include <cstdint>
 #include <optional>
@@ -51,4 +51,4 @@ Table ScheduleTable(const ScheduleSection& s);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_SCHEDULE_COMPARE_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_SCHEDULE_COMPARE_H_

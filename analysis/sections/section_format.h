@@ -2,8 +2,8 @@
 // (gns_section.h, target_section.h, ...). Cells hold exact numbers: the text views round them
 // (4 significant digits, percents 3), the CSV and JSON keep them (results/table_writer.h
 // FormatRows). In JSON a non-finite number is null.
-#ifndef BATCHLAB_ANALYSIS_SECTION_FORMAT_H_
-#define BATCHLAB_ANALYSIS_SECTION_FORMAT_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_SECTION_FORMAT_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_SECTION_FORMAT_H_
 
 #include <cmath>
 #include <cstdint>
@@ -42,4 +42,4 @@ inline nlohmann::json IntervalJson(const Interval& i) {
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_SECTION_FORMAT_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_SECTION_FORMAT_H_

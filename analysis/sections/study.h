@@ -18,8 +18,8 @@
 //   ParetoSection pareto = AnalyzePareto(target);
 //   for (const Table& t : CritTables(crit)) fmt::print("{}\n", t.ToText());
 //   nlohmann::json j = CritJson(crit);
-#ifndef BATCHLAB_ANALYSIS_STUDY_H_
-#define BATCHLAB_ANALYSIS_STUDY_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_STUDY_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_STUDY_H_
 
 #include "analysis/sections/critical_batch_fit_section.h"
 #include "analysis/sections/gns_section.h"
@@ -29,4 +29,4 @@
 #include "analysis/sections/study_options.h"
 #include "analysis/sections/target_section.h"
 
-#endif  // BATCHLAB_ANALYSIS_STUDY_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_STUDY_H_

@@ -1,8 +1,8 @@
 // The options of a study's sections (study.h): the target, the noise-scale window, the bootstrap,
 // scaling and projection, and the recommendation's preference; `batchlab analyze` and `batchlab
 // report` set them from their flags.
-#ifndef BATCHLAB_ANALYSIS_STUDY_OPTIONS_H_
-#define BATCHLAB_ANALYSIS_STUDY_OPTIONS_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_STUDY_OPTIONS_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_STUDY_OPTIONS_H_
 
 #include <cstdint>
 #include <limits>
@@ -38,4 +38,4 @@ struct StudyOptions {
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_STUDY_OPTIONS_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_STUDY_OPTIONS_H_

@@ -5,8 +5,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(SweepData sweep, LoadSweep(db, "quickstart", {}));
 //   BATCHLAB_ASSIGN_OR_RETURN(Study study, RunStudy(sweep, StudyOptions{}));
 //   if (!study.target_status.ok()) ...  // no target: the target sections say why they are empty
-#ifndef BATCHLAB_ANALYSIS_SWEEP_STUDY_H_
-#define BATCHLAB_ANALYSIS_SWEEP_STUDY_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_SWEEP_STUDY_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_SWEEP_STUDY_H_
 
 #include <map>
 #include <string>
@@ -55,4 +55,4 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_SWEEP_STUDY_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_SWEEP_STUDY_H_

@@ -7,8 +7,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(TargetSection target, AnalyzeTarget(sweep, options));
 //   SyncSection sync = AnalyzeSync(sweep, target);
 //   fmt::print("{}", SyncTable(sync).ToText());
-#ifndef BATCHLAB_ANALYSIS_SYNC_MODES_H_
-#define BATCHLAB_ANALYSIS_SYNC_MODES_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_SYNC_MODES_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_SYNC_MODES_H_
 
 #include <optional>
 #include <string>
@@ -62,4 +62,4 @@ nlohmann::json SyncJson(const SyncSection& sync);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_SYNC_MODES_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_SYNC_MODES_H_

@@ -5,8 +5,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(TargetSection target, AnalyzeTarget(sweep, opt));
 //   for (const Table& t : TargetTables(target)) fmt::print("{}\n", t.ToText());
 //   nlohmann::json j = TargetJson(target);
-#ifndef BATCHLAB_ANALYSIS_TARGET_SECTION_H_
-#define BATCHLAB_ANALYSIS_TARGET_SECTION_H_
+#ifndef BATCHLAB_ANALYSIS_SECTIONS_TARGET_SECTION_H_
+#define BATCHLAB_ANALYSIS_SECTIONS_TARGET_SECTION_H_
 
 #include <string>
 #include <vector>
@@ -54,4 +54,4 @@ nlohmann::json HitJson(const TargetHit& h, ComputeUnit unit);
 
 }  // namespace batchlab::analysis
 
-#endif  // BATCHLAB_ANALYSIS_TARGET_SECTION_H_
+#endif  // BATCHLAB_ANALYSIS_SECTIONS_TARGET_SECTION_H_

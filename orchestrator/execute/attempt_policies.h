@@ -12,8 +12,8 @@
 //   LiveFacts facts = ...;  // from the in-flight attempt (run_table.h Active::live)
 //   switch (DecideLive(facts, now).action) { ... }
 //   if (MayRetry(verdict.retryable, slot.failures, spec.resources.retries)) ...
-#ifndef BATCHLAB_ORCHESTRATOR_ATTEMPT_POLICIES_H_
-#define BATCHLAB_ORCHESTRATOR_ATTEMPT_POLICIES_H_
+#ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_ATTEMPT_POLICIES_H_
+#define BATCHLAB_ORCHESTRATOR_EXECUTE_ATTEMPT_POLICIES_H_
 
 namespace batchlab::orchestrator {
 
@@ -64,4 +64,4 @@ LiveDecision DecideLive(const LiveFacts& facts, double now);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_ATTEMPT_POLICIES_H_
+#endif  // BATCHLAB_ORCHESTRATOR_EXECUTE_ATTEMPT_POLICIES_H_

@@ -18,8 +18,8 @@
 //   6. past resources.timeout_seconds: timed_out (retryable);
 //   7. a protocol exit code without its end line, or any other exit: failed (retryable unless
 //      exit 2, a bad config, or a job the backend can never run).
-#ifndef BATCHLAB_ORCHESTRATOR_ATTEMPT_VERDICT_H_
-#define BATCHLAB_ORCHESTRATOR_ATTEMPT_VERDICT_H_
+#ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_ATTEMPT_VERDICT_H_
+#define BATCHLAB_ORCHESTRATOR_EXECUTE_ATTEMPT_VERDICT_H_
 
 #include <optional>
 #include <string>
@@ -59,4 +59,4 @@ AttemptVerdict DecideAttempt(const AttemptReport& report);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_ATTEMPT_VERDICT_H_
+#endif  // BATCHLAB_ORCHESTRATOR_EXECUTE_ATTEMPT_VERDICT_H_

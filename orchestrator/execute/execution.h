@@ -14,8 +14,8 @@
 //
 // The books live in the RunTable (run_table.h) and the PruneBook (pruning.h), indexed like the
 // plan; the timing policies are pure functions (attempt_policies.h, attempt_verdict.h).
-#ifndef BATCHLAB_ORCHESTRATOR_EXECUTION_H_
-#define BATCHLAB_ORCHESTRATOR_EXECUTION_H_
+#ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_EXECUTION_H_
+#define BATCHLAB_ORCHESTRATOR_EXECUTE_EXECUTION_H_
 
 #include <cstdint>
 #include <functional>
@@ -120,4 +120,4 @@ class Execution {
 
 }  // namespace batchlab::orchestrator::execution
 
-#endif  // BATCHLAB_ORCHESTRATOR_EXECUTION_H_
+#endif  // BATCHLAB_ORCHESTRATOR_EXECUTE_EXECUTION_H_

@@ -5,8 +5,8 @@
 //   FailureReason("Traceback (most recent call last):\n  File \"t.py\", line 1\n"
 //                 "    f()\n    ^^^\nValueError: lr must be positive\n")
 //   // "ValueError: lr must be positive"
-#ifndef BATCHLAB_ORCHESTRATOR_FAILURE_REASON_H_
-#define BATCHLAB_ORCHESTRATOR_FAILURE_REASON_H_
+#ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_FAILURE_REASON_H_
+#define BATCHLAB_ORCHESTRATOR_EXECUTE_FAILURE_REASON_H_
 
 #include <string>
 #include <string_view>
@@ -19,4 +19,4 @@ std::string FailureReason(std::string_view stderr_text);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_FAILURE_REASON_H_
+#endif  // BATCHLAB_ORCHESTRATOR_EXECUTE_FAILURE_REASON_H_

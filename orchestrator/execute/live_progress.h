@@ -13,8 +13,8 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(results::SweepSnapshot snap, results::ReadSweepSnapshot(*db, name));
 //   LiveProgress live = ComputeLiveProgress(std::move(snap), NowSeconds());
 //   fmt::print("{}", FormatLiveProgress(live, /*all_runs=*/false));
-#ifndef BATCHLAB_ORCHESTRATOR_LIVE_PROGRESS_H_
-#define BATCHLAB_ORCHESTRATOR_LIVE_PROGRESS_H_
+#ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_LIVE_PROGRESS_H_
+#define BATCHLAB_ORCHESTRATOR_EXECUTE_LIVE_PROGRESS_H_
 
 #include <cstdint>
 #include <map>
@@ -73,4 +73,4 @@ double NowSeconds();  // unix time
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_LIVE_PROGRESS_H_
+#endif  // BATCHLAB_ORCHESTRATOR_EXECUTE_LIVE_PROGRESS_H_

@@ -10,8 +10,8 @@
 //   ProgressPrinter progress(stderr, isatty(2), "quickstart", /*total=*/12);
 //   progress.Event(fmt::format("run {} started", id));
 //   progress.Update(counts, now);
-#ifndef BATCHLAB_ORCHESTRATOR_PROGRESS_H_
-#define BATCHLAB_ORCHESTRATOR_PROGRESS_H_
+#ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_PROGRESS_H_
+#define BATCHLAB_ORCHESTRATOR_EXECUTE_PROGRESS_H_
 
 #include <cstdio>
 #include <functional>
@@ -62,4 +62,4 @@ class ProgressPrinter {
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_PROGRESS_H_
+#endif  // BATCHLAB_ORCHESTRATOR_EXECUTE_PROGRESS_H_

@@ -29,8 +29,8 @@
 //   size_t i = table.Add(run.id, std::nullopt);
 //   BATCHLAB_RETURN_IF_ERROR(table.Transition(i, RunStage::kQueued));
 //   if (table[i].done()) ...
-#ifndef BATCHLAB_ORCHESTRATOR_RUN_TABLE_H_
-#define BATCHLAB_ORCHESTRATOR_RUN_TABLE_H_
+#ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_RUN_TABLE_H_
+#define BATCHLAB_ORCHESTRATOR_EXECUTE_RUN_TABLE_H_
 
 #include <cstdint>
 #include <map>
@@ -142,4 +142,4 @@ results::RunRecord PlannedRecord(const PlannedRun& run, int64_t sweep_id);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_RUN_TABLE_H_
+#endif  // BATCHLAB_ORCHESTRATOR_EXECUTE_RUN_TABLE_H_

@@ -23,8 +23,8 @@
 //   auto launcher = MakeLocalLauncher(settings);
 //   ExecutorOptions opts{.slots = 2, .runs_dir = "runs"};
 //   BATCHLAB_ASSIGN_OR_RETURN(SweepOutcome out, ExecuteSweep(spec, plan, *store, *launcher, opts));
-#ifndef BATCHLAB_ORCHESTRATOR_SWEEP_EXECUTOR_H_
-#define BATCHLAB_ORCHESTRATOR_SWEEP_EXECUTOR_H_
+#ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_SWEEP_EXECUTOR_H_
+#define BATCHLAB_ORCHESTRATOR_EXECUTE_SWEEP_EXECUTOR_H_
 
 #include <functional>
 #include <string>
@@ -101,4 +101,4 @@ std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_SWEEP_EXECUTOR_H_
+#endif  // BATCHLAB_ORCHESTRATOR_EXECUTE_SWEEP_EXECUTOR_H_

@@ -9,8 +9,8 @@
 //
 // A launcher writes `launch.json` into the attempt directory (pid / job id) so that a later
 // orchestrator can stop what an earlier, killed one left running (CleanUpStale).
-#ifndef BATCHLAB_ORCHESTRATOR_LAUNCHER_H_
-#define BATCHLAB_ORCHESTRATOR_LAUNCHER_H_
+#ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_LAUNCHER_H_
+#define BATCHLAB_ORCHESTRATOR_LAUNCH_LAUNCHER_H_
 
 #include <map>
 #include <memory>
@@ -77,4 +77,4 @@ class Launcher {
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_LAUNCHER_H_
+#endif  // BATCHLAB_ORCHESTRATOR_LAUNCH_LAUNCHER_H_

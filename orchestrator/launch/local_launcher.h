@@ -18,8 +18,8 @@
 //
 //   LocalLaunchSettings s{.pool_slots = 2};
 //   auto launcher = MakeLocalLauncher(s);
-#ifndef BATCHLAB_ORCHESTRATOR_LOCAL_LAUNCHER_H_
-#define BATCHLAB_ORCHESTRATOR_LOCAL_LAUNCHER_H_
+#ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_LOCAL_LAUNCHER_H_
+#define BATCHLAB_ORCHESTRATOR_LAUNCH_LOCAL_LAUNCHER_H_
 
 #include <map>
 #include <memory>
@@ -68,4 +68,4 @@ std::string HostName();
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_LOCAL_LAUNCHER_H_
+#endif  // BATCHLAB_ORCHESTRATOR_LAUNCH_LOCAL_LAUNCHER_H_

@@ -9,8 +9,8 @@
 //
 //   std::optional<RankPlace> p = RankPlaceFromLauncher(getenv);
 //   for (const auto& [k, v] : TorchEnvironment(*p)) setenv(k.c_str(), v.c_str(), 1);
-#ifndef BATCHLAB_ORCHESTRATOR_RANK_ENVIRONMENT_H_
-#define BATCHLAB_ORCHESTRATOR_RANK_ENVIRONMENT_H_
+#ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_RANK_ENVIRONMENT_H_
+#define BATCHLAB_ORCHESTRATOR_LAUNCH_RANK_ENVIRONMENT_H_
 
 #include <functional>
 #include <map>
@@ -45,4 +45,4 @@ int JobExitCode(const std::map<int, int>& rank_exit_codes);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_RANK_ENVIRONMENT_H_
+#endif  // BATCHLAB_ORCHESTRATOR_LAUNCH_RANK_ENVIRONMENT_H_

@@ -7,8 +7,8 @@
 //   4. PATH.
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(std::string runner, LocateRunner(flag_value));
-#ifndef BATCHLAB_ORCHESTRATOR_RUNNER_LOCATOR_H_
-#define BATCHLAB_ORCHESTRATOR_RUNNER_LOCATOR_H_
+#ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_RUNNER_LOCATOR_H_
+#define BATCHLAB_ORCHESTRATOR_LAUNCH_RUNNER_LOCATOR_H_
 
 #include <string>
 
@@ -25,4 +25,4 @@ StatusOr<std::string> LocateRankExec(const std::string& self_exe = "");
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_RUNNER_LOCATOR_H_
+#endif  // BATCHLAB_ORCHESTRATOR_LAUNCH_RUNNER_LOCATOR_H_

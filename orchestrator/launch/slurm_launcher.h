@@ -14,8 +14,8 @@
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(auto launcher, MakeSlurmLauncher(settings));
 //   BATCHLAB_ASSIGN_OR_RETURN(auto job, launcher->Start(request));   // sbatch --parsable ...
-#ifndef BATCHLAB_ORCHESTRATOR_SLURM_LAUNCHER_H_
-#define BATCHLAB_ORCHESTRATOR_SLURM_LAUNCHER_H_
+#ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_SLURM_LAUNCHER_H_
+#define BATCHLAB_ORCHESTRATOR_LAUNCH_SLURM_LAUNCHER_H_
 
 #include <map>
 #include <memory>
@@ -56,4 +56,4 @@ StatusOr<std::unique_ptr<Launcher>> MakeSlurmLauncher(SlurmLaunchSettings settin
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_SLURM_LAUNCHER_H_
+#endif  // BATCHLAB_ORCHESTRATOR_LAUNCH_SLURM_LAUNCHER_H_

@@ -7,8 +7,8 @@
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(PartitionCapacity cap, QueryPartition(spec.slurm.partition));
 //   BATCHLAB_RETURN_IF_ERROR(CheckPartitionFits(plan, spec.slurm, cap));
-#ifndef BATCHLAB_ORCHESTRATOR_SLURM_PREFLIGHT_H_
-#define BATCHLAB_ORCHESTRATOR_SLURM_PREFLIGHT_H_
+#ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_SLURM_PREFLIGHT_H_
+#define BATCHLAB_ORCHESTRATOR_LAUNCH_SLURM_PREFLIGHT_H_
 
 #include <string>
 
@@ -38,4 +38,4 @@ Status CheckPartitionFits(const Plan& plan, const SlurmSettings& slurm,
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_SLURM_PREFLIGHT_H_
+#endif  // BATCHLAB_ORCHESTRATOR_LAUNCH_SLURM_PREFLIGHT_H_

@@ -46,8 +46,8 @@
 //   pool.runner = tools.runner;
 //   pool.max_workers = 2;
 //   auto launcher = MakeWorkerPool(MakeLocalLauncher(s), std::move(pool));
-#ifndef BATCHLAB_ORCHESTRATOR_WORKER_POOL_H_
-#define BATCHLAB_ORCHESTRATOR_WORKER_POOL_H_
+#ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_WORKER_POOL_H_
+#define BATCHLAB_ORCHESTRATOR_LAUNCH_WORKER_POOL_H_
 
 #include <functional>
 #include <memory>
@@ -80,4 +80,4 @@ std::unique_ptr<Launcher> MakeWorkerPool(std::unique_ptr<Launcher> inner,
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_WORKER_POOL_H_
+#endif  // BATCHLAB_ORCHESTRATOR_LAUNCH_WORKER_POOL_H_

@@ -15,8 +15,8 @@
 //
 //   std::vector<KLosses> ks = {{1, {{0.61, 0.60}, {0.62, 0.61}}, true}, {2, {...}, true}, ...};
 //   std::optional<double> above = PrunableAbove(ks, /*tolerance=*/0.01);  // prune every k > *above
-#ifndef BATCHLAB_ORCHESTRATOR_BRANCH_PRUNING_H_
-#define BATCHLAB_ORCHESTRATOR_BRANCH_PRUNING_H_
+#ifndef BATCHLAB_ORCHESTRATOR_PLAN_BRANCH_PRUNING_H_
+#define BATCHLAB_ORCHESTRATOR_PLAN_BRANCH_PRUNING_H_
 
 #include <optional>
 #include <vector>
@@ -37,4 +37,4 @@ std::optional<double> PrunableAbove(std::vector<KLosses> by_k, double tolerance)
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_BRANCH_PRUNING_H_
+#endif  // BATCHLAB_ORCHESTRATOR_PLAN_BRANCH_PRUNING_H_

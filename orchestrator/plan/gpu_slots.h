@@ -12,8 +12,8 @@
 //   std::optional<std::vector<int>> ids = alloc.Allocate(4);   // {0, 1, 2, 3}
 //   env["CUDA_VISIBLE_DEVICES"] = CudaVisibleDevices(*ids, current_env);
 //   alloc.Release(*ids);                                       // when the run ends
-#ifndef BATCHLAB_ORCHESTRATOR_GPU_SLOTS_H_
-#define BATCHLAB_ORCHESTRATOR_GPU_SLOTS_H_
+#ifndef BATCHLAB_ORCHESTRATOR_PLAN_GPU_SLOTS_H_
+#define BATCHLAB_ORCHESTRATOR_PLAN_GPU_SLOTS_H_
 
 #include <map>
 #include <optional>
@@ -70,4 +70,4 @@ std::string GpuMappingText(const PlannedRun& run);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_GPU_SLOTS_H_
+#endif  // BATCHLAB_ORCHESTRATOR_PLAN_GPU_SLOTS_H_

@@ -20,8 +20,8 @@
 //   book.Add("B=256 target=...", "lr.base=0.1", "3f2a...");
 //   book.SetRunning(0, /*last_logged_step=*/120);
 //   if (std::optional<std::string> why = book.WhyPrune(0)) Stop(0, *why);
-#ifndef BATCHLAB_ORCHESTRATOR_PRUNING_H_
-#define BATCHLAB_ORCHESTRATOR_PRUNING_H_
+#ifndef BATCHLAB_ORCHESTRATOR_PLAN_PRUNING_H_
+#define BATCHLAB_ORCHESTRATOR_PLAN_PRUNING_H_
 
 #include <cstdint>
 #include <map>
@@ -99,4 +99,4 @@ std::string PruneConfig(const PlannedRun& run);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_PRUNING_H_
+#endif  // BATCHLAB_ORCHESTRATOR_PLAN_PRUNING_H_

@@ -15,8 +15,8 @@
 //   queue.Add({.key = 1, .slots = 4, .expected_seconds = 60, .gpus = 4});
 //   for (int key : queue.TakeStartable(free_slots, free_gpus, now, nullptr)) Start(key);
 //   queue.Add({.key = 0, .slots = 1, .expected_seconds = 30, .not_before = now + backoff});
-#ifndef BATCHLAB_ORCHESTRATOR_SCHEDULER_H_
-#define BATCHLAB_ORCHESTRATOR_SCHEDULER_H_
+#ifndef BATCHLAB_ORCHESTRATOR_PLAN_SCHEDULER_H_
+#define BATCHLAB_ORCHESTRATOR_PLAN_SCHEDULER_H_
 
 #include <cstddef>
 #include <functional>
@@ -74,4 +74,4 @@ double SimulateMakespan(const std::vector<QueuedJob>& jobs, int pool_slots, int 
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_SCHEDULER_H_
+#endif  // BATCHLAB_ORCHESTRATOR_PLAN_SCHEDULER_H_

@@ -3,8 +3,8 @@
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(CommandResult r, RunCapturedCommand({"scontrol", "show", "job",
 //   id})); if (r.exit_code == 0) Parse(r.out);
-#ifndef BATCHLAB_ORCHESTRATOR_CAPTURED_COMMAND_H_
-#define BATCHLAB_ORCHESTRATOR_CAPTURED_COMMAND_H_
+#ifndef BATCHLAB_ORCHESTRATOR_PROCESS_CAPTURED_COMMAND_H_
+#define BATCHLAB_ORCHESTRATOR_PROCESS_CAPTURED_COMMAND_H_
 
 #include <map>
 #include <string>
@@ -29,4 +29,4 @@ StatusOr<CommandResult> RunCapturedCommand(const std::vector<std::string>& argv,
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_CAPTURED_COMMAND_H_
+#endif  // BATCHLAB_ORCHESTRATOR_PROCESS_CAPTURED_COMMAND_H_

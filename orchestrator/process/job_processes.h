@@ -10,8 +10,8 @@
 //   job.Signal(SIGTERM);                          // every process of the job, now
 //   job.Stop(std::chrono::seconds(5));            // SIGTERM, wait, then SIGKILL what is left
 //   bool gone = job.List().empty();
-#ifndef BATCHLAB_ORCHESTRATOR_JOB_PROCESSES_H_
-#define BATCHLAB_ORCHESTRATOR_JOB_PROCESSES_H_
+#ifndef BATCHLAB_ORCHESTRATOR_PROCESS_JOB_PROCESSES_H_
+#define BATCHLAB_ORCHESTRATOR_PROCESS_JOB_PROCESSES_H_
 
 #include <sys/types.h>
 
@@ -40,4 +40,4 @@ struct JobProcesses {
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_JOB_PROCESSES_H_
+#endif  // BATCHLAB_ORCHESTRATOR_PROCESS_JOB_PROCESSES_H_

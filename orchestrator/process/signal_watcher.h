@@ -6,8 +6,8 @@
 //
 //   SignalWatcher watcher;
 //   while (...) { if (watcher.requested()) StopEverything(); }
-#ifndef BATCHLAB_ORCHESTRATOR_SIGNAL_WATCHER_H_
-#define BATCHLAB_ORCHESTRATOR_SIGNAL_WATCHER_H_
+#ifndef BATCHLAB_ORCHESTRATOR_PROCESS_SIGNAL_WATCHER_H_
+#define BATCHLAB_ORCHESTRATOR_PROCESS_SIGNAL_WATCHER_H_
 
 #include <signal.h>
 
@@ -31,4 +31,4 @@ class SignalWatcher {
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_SIGNAL_WATCHER_H_
+#endif  // BATCHLAB_ORCHESTRATOR_PROCESS_SIGNAL_WATCHER_H_

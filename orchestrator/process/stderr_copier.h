@@ -7,8 +7,8 @@
 //   StderrCopier copier(fds[0], dir + "/stderr.log");
 //   ... the job ends with `code` ...
 //   copier.Finish(StateForExitCode(code) != RunState::kFailed);
-#ifndef BATCHLAB_ORCHESTRATOR_STDERR_COPIER_H_
-#define BATCHLAB_ORCHESTRATOR_STDERR_COPIER_H_
+#ifndef BATCHLAB_ORCHESTRATOR_PROCESS_STDERR_COPIER_H_
+#define BATCHLAB_ORCHESTRATOR_PROCESS_STDERR_COPIER_H_
 
 #include <atomic>
 #include <cstdio>
@@ -63,4 +63,4 @@ class StderrCopier {
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_STDERR_COPIER_H_
+#endif  // BATCHLAB_ORCHESTRATOR_PROCESS_STDERR_COPIER_H_

@@ -17,8 +17,8 @@
 //
 //   BATCHLAB_RETURN_IF_ERROR(ParseBranchStudy(doc["branch"], &spec.branch));   // spec.cc
 //   BATCHLAB_RETURN_IF_ERROR(AddBranches(spec.branch, &plan));                // expansion.cc
-#ifndef BATCHLAB_ORCHESTRATOR_BRANCH_STUDY_H_
-#define BATCHLAB_ORCHESTRATOR_BRANCH_STUDY_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_BRANCH_STUDY_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_BRANCH_STUDY_H_
 
 #include <string>
 #include <vector>
@@ -64,4 +64,4 @@ StatusOr<std::vector<long long>> BranchSteps(const BranchStudy& study, long long
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_BRANCH_STUDY_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_BRANCH_STUDY_H_

@@ -8,8 +8,8 @@
 //   nlohmann::json config = ConfigDefaults();      // the defaults every program's run gets
 //
 // Paths are dotted ("lr.rule"); only leaves and whole objects listed here are accepted.
-#ifndef BATCHLAB_ORCHESTRATOR_CONFIG_SCHEMA_H_
-#define BATCHLAB_ORCHESTRATOR_CONFIG_SCHEMA_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_CONFIG_SCHEMA_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_CONFIG_SCHEMA_H_
 
 #include <string>
 #include <vector>
@@ -53,4 +53,4 @@ StatusOr<long long> DatasetSize(const nlohmann::json& data);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_CONFIG_SCHEMA_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_CONFIG_SCHEMA_H_

@@ -10,8 +10,8 @@
 //   BATCHLAB_RETURN_IF_ERROR(ValidateResolvedConfigs(plan.runs, tools, spec.launch.env));
 //   // -> INVALID_ARGUMENT "axes.precision[1]: the run with precision=\"fp16\", seed=1 is
 //   //    rejected by batchlab-runner: precision: \"fp16\" needs a CUDA device ..."
-#ifndef BATCHLAB_ORCHESTRATOR_CONFIG_VALIDATION_H_
-#define BATCHLAB_ORCHESTRATOR_CONFIG_VALIDATION_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_CONFIG_VALIDATION_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_CONFIG_VALIDATION_H_
 
 #include <map>
 #include <string>
@@ -46,4 +46,4 @@ std::string SpecPathOfField(const PlannedRun& run, const std::string& field);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_CONFIG_VALIDATION_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_CONFIG_VALIDATION_H_

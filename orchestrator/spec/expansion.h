@@ -12,8 +12,8 @@
 //
 // A batch size that does not divide by world_size x accumulation is an error naming the spec
 // field it came from (add a constraint to drop such points instead).
-#ifndef BATCHLAB_ORCHESTRATOR_EXPANSION_H_
-#define BATCHLAB_ORCHESTRATOR_EXPANSION_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_EXPANSION_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_EXPANSION_H_
 
 #include <map>
 #include <optional>
@@ -84,4 +84,4 @@ void SetPath(nlohmann::json& object, const std::string& dotted_path, nlohmann::j
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_EXPANSION_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_EXPANSION_H_

@@ -7,8 +7,8 @@
 //   // -> INVALID_ARGUMENT "base.lr.base: duplicate key (an object may name a field once) ..."
 //
 // Text that is not JSON at all passes here; the parser that follows reports it with its position.
-#ifndef BATCHLAB_ORCHESTRATOR_JSON_GUARD_H_
-#define BATCHLAB_ORCHESTRATOR_JSON_GUARD_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_JSON_GUARD_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_JSON_GUARD_H_
 
 #include <cstddef>
 #include <string>
@@ -25,4 +25,4 @@ Status CheckJsonText(const std::string& text);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_JSON_GUARD_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_JSON_GUARD_H_

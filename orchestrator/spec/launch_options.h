@@ -6,8 +6,8 @@
 //   CheckMpirunArgs({"--mca", "btl", "self,vader"}, "launch.mpirun_args");          // OK
 //   CheckMpirunArgs({"--report-pid", "/tmp/x"}, "launch.mpirun_args");
 //   // -> launch.mpirun_args[0]: "--report-pid" writes files outside the attempt folder ...
-#ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_OPTIONS_H_
-#define BATCHLAB_ORCHESTRATOR_LAUNCH_OPTIONS_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_LAUNCH_OPTIONS_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_LAUNCH_OPTIONS_H_
 
 #include <map>
 #include <string>
@@ -29,4 +29,4 @@ std::string SbatchAllowList();
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_LAUNCH_OPTIONS_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_LAUNCH_OPTIONS_H_

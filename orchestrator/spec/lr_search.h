@@ -15,8 +15,8 @@
 //   CoarseGrid(s);                                  // 0.001, 0.01, 0.1, 1
 //   NextLrs(s, {{0.001, 900}, {0.01, 300}, {0.1, std::nullopt}, {1, std::nullopt}}, 0);
 //                                                  // 0.003162, 0.03162
-#ifndef BATCHLAB_ORCHESTRATOR_LR_SEARCH_H_
-#define BATCHLAB_ORCHESTRATOR_LR_SEARCH_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_LR_SEARCH_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_LR_SEARCH_H_
 
 #include <optional>
 #include <string>
@@ -65,4 +65,4 @@ double RoundLr(double x);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_LR_SEARCH_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_LR_SEARCH_H_

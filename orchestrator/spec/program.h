@@ -12,8 +12,8 @@
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(Program p, ResolveProgram(run.config, spec.source_dir));
 //   std::vector<std::string> argv = RankCommand(p, tools, "/runs/s/id/attempt-1/config.json");
-#ifndef BATCHLAB_ORCHESTRATOR_PROGRAM_H_
-#define BATCHLAB_ORCHESTRATOR_PROGRAM_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_PROGRAM_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_PROGRAM_H_
 
 #include <map>
 #include <string>
@@ -86,4 +86,4 @@ bool IsExecutableFile(const std::string& path);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_PROGRAM_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_PROGRAM_H_

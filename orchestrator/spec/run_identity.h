@@ -5,8 +5,8 @@
 //
 //   std::string id = RunIdOf(resolved_config);   // ignores run_id, attempt, metrics_path, checkpoint
 //   // the same for {"a":1,"b":2} and { "b" : 2, "a" : 1 }
-#ifndef BATCHLAB_ORCHESTRATOR_RUN_IDENTITY_H_
-#define BATCHLAB_ORCHESTRATOR_RUN_IDENTITY_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_RUN_IDENTITY_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_RUN_IDENTITY_H_
 
 #include <cstdint>
 #include <string>
@@ -31,4 +31,4 @@ std::string SpecHashOf(const nlohmann::json& spec);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_RUN_IDENTITY_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_RUN_IDENTITY_H_

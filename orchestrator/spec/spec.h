@@ -7,8 +7,8 @@
 //   order
 //
 // Parsing never touches the database or the file system beyond reading the spec file.
-#ifndef BATCHLAB_ORCHESTRATOR_SPEC_H_
-#define BATCHLAB_ORCHESTRATOR_SPEC_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_SPEC_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_SPEC_H_
 
 #include <cstdint>
 #include <map>
@@ -122,4 +122,4 @@ StatusOr<Spec> LoadSpecFile(const std::string& path);
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_SPEC_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_SPEC_H_

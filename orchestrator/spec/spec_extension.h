@@ -13,8 +13,8 @@
 //
 //   SpecChange c = CompareSpecs(nlohmann::json::parse(stored.spec_json), spec.canonical);
 //   if (c.kind == SpecChange::kExtended) fmt::print("{}\n", c.detail);  // "adds seeds [2]"
-#ifndef BATCHLAB_ORCHESTRATOR_SPEC_EXTENSION_H_
-#define BATCHLAB_ORCHESTRATOR_SPEC_EXTENSION_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_SPEC_EXTENSION_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_SPEC_EXTENSION_H_
 
 #include <string>
 
@@ -35,4 +35,4 @@ SpecChange CompareSpecs(const nlohmann::json& stored, const nlohmann::json& now)
 
 }  // namespace batchlab::orchestrator
 
-#endif  // BATCHLAB_ORCHESTRATOR_SPEC_EXTENSION_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_SPEC_EXTENSION_H_

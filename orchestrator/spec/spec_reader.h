@@ -4,8 +4,8 @@
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(long long n, Integer(doc["max_runs"], "max_runs", 1));
 //   BATCHLAB_RETURN_IF_ERROR(OnlyKeys(r, "resources", {"retries", "timeout_seconds"}));
-#ifndef BATCHLAB_ORCHESTRATOR_SPEC_READER_H_
-#define BATCHLAB_ORCHESTRATOR_SPEC_READER_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_SPEC_READER_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_SPEC_READER_H_
 
 #include <string>
 #include <vector>
@@ -38,4 +38,4 @@ StatusOr<std::vector<std::string>> StringList(const nlohmann::ordered_json& v,
 
 }  // namespace batchlab::orchestrator::spec_parsing
 
-#endif  // BATCHLAB_ORCHESTRATOR_SPEC_READER_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_SPEC_READER_H_

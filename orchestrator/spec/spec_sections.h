@@ -3,8 +3,8 @@
 // paths, the LR search's coarse grid, random sampling, constraints, seeds and repeats. Where and
 // how runs run (spec_resources.cc): resources, launch settings, Slurm settings. Every error names
 // its place in the spec (spec_reader.h).
-#ifndef BATCHLAB_ORCHESTRATOR_SPEC_SECTIONS_H_
-#define BATCHLAB_ORCHESTRATOR_SPEC_SECTIONS_H_
+#ifndef BATCHLAB_ORCHESTRATOR_SPEC_SPEC_SECTIONS_H_
+#define BATCHLAB_ORCHESTRATOR_SPEC_SPEC_SECTIONS_H_
 
 #include <string>
 #include <utility>
@@ -37,4 +37,4 @@ Status ParseSlurm(const nlohmann::ordered_json& s, SlurmSettings* out);
 
 }  // namespace batchlab::orchestrator::spec_parsing
 
-#endif  // BATCHLAB_ORCHESTRATOR_SPEC_SECTIONS_H_
+#endif  // BATCHLAB_ORCHESTRATOR_SPEC_SPEC_SECTIONS_H_

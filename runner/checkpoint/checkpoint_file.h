@@ -19,8 +19,8 @@
 //   WriteCheckpointFile(path, header, {{"param.0", w}, {"optim.0.momentum", m}});
 //   CheckpointFile f = ReadCheckpointFile(path, run_id, config_hash);   // or throws
 //   f.Tensor("param.0");
-#ifndef BATCHLAB_RUNNER_CHECKPOINT_FILE_H_
-#define BATCHLAB_RUNNER_CHECKPOINT_FILE_H_
+#ifndef BATCHLAB_RUNNER_CHECKPOINT_CHECKPOINT_FILE_H_
+#define BATCHLAB_RUNNER_CHECKPOINT_CHECKPOINT_FILE_H_
 
 #include <cstdint>
 #include <map>
@@ -74,4 +74,4 @@ uint64_t Fnv1a64(const void* data, size_t size, uint64_t hash = 1469598103934665
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_CHECKPOINT_FILE_H_
+#endif  // BATCHLAB_RUNNER_CHECKPOINT_CHECKPOINT_FILE_H_

@@ -8,8 +8,8 @@
 //
 // Every call is collective: all ranks call it in the same order with same-shaped tensors.
 // Failures throw RunnerError (see runner_error.h) naming the backend, the call and the rank.
-#ifndef BATCHLAB_RUNNER_COMMUNICATOR_H_
-#define BATCHLAB_RUNNER_COMMUNICATOR_H_
+#ifndef BATCHLAB_RUNNER_COMM_COMMUNICATOR_H_
+#define BATCHLAB_RUNNER_COMM_COMMUNICATOR_H_
 
 #include <chrono>
 #include <cstdint>
@@ -114,4 +114,4 @@ std::string DefaultRendezvous(const std::string& metrics_path);
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_COMMUNICATOR_H_
+#endif  // BATCHLAB_RUNNER_COMM_COMMUNICATOR_H_

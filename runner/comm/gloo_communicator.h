@@ -11,8 +11,8 @@
 // Gloo has no average: kAvg is a sum divided by the world size after the sum has arrived.
 // Errors (rendezvous timeout, a peer that went away) throw RunnerError (kComm) naming the call,
 // the rank and c10d's message.
-#ifndef BATCHLAB_RUNNER_COMM_GLOO_H_
-#define BATCHLAB_RUNNER_COMM_GLOO_H_
+#ifndef BATCHLAB_RUNNER_COMM_GLOO_COMMUNICATOR_H_
+#define BATCHLAB_RUNNER_COMM_GLOO_COMMUNICATOR_H_
 
 #include <memory>
 
@@ -45,4 +45,4 @@ class GlooCommunicator : public Communicator {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_COMM_GLOO_H_
+#endif  // BATCHLAB_RUNNER_COMM_GLOO_COMMUNICATOR_H_

@@ -15,8 +15,8 @@
 //   optimizer->step();
 //
 // A parameter larger than a bucket gets a bucket of its own; buckets never mix dtypes.
-#ifndef BATCHLAB_RUNNER_GRADIENT_BUCKETS_H_
-#define BATCHLAB_RUNNER_GRADIENT_BUCKETS_H_
+#ifndef BATCHLAB_RUNNER_COMM_GRADIENT_BUCKETS_H_
+#define BATCHLAB_RUNNER_COMM_GRADIENT_BUCKETS_H_
 
 #include <chrono>
 #include <cstdint>
@@ -79,4 +79,4 @@ class GradientBuckets {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_GRADIENT_BUCKETS_H_
+#endif  // BATCHLAB_RUNNER_COMM_GRADIENT_BUCKETS_H_

@@ -5,8 +5,8 @@
 // pass through untouched, so the CPU path is the wrapped backend's own.
 //
 //   comm = StageDeviceTensorsOnHost(std::move(comm));   // comm->backend() is still "mpi"
-#ifndef BATCHLAB_RUNNER_COMM_HOST_STAGED_H_
-#define BATCHLAB_RUNNER_COMM_HOST_STAGED_H_
+#ifndef BATCHLAB_RUNNER_COMM_HOST_STAGED_COMMUNICATOR_H_
+#define BATCHLAB_RUNNER_COMM_HOST_STAGED_COMMUNICATOR_H_
 
 #include <memory>
 
@@ -18,4 +18,4 @@ std::unique_ptr<Communicator> StageDeviceTensorsOnHost(std::unique_ptr<Communica
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_COMM_HOST_STAGED_H_
+#endif  // BATCHLAB_RUNNER_COMM_HOST_STAGED_COMMUNICATOR_H_

@@ -10,8 +10,8 @@
 //
 //   auto comm = std::make_unique<MpiCommunicator>(RankInfoFromEnvironment());
 //   comm->Allreduce(t, ReduceOp::kAvg)->Wait(std::chrono::seconds(60));
-#ifndef BATCHLAB_RUNNER_COMM_MPI_H_
-#define BATCHLAB_RUNNER_COMM_MPI_H_
+#ifndef BATCHLAB_RUNNER_COMM_MPI_COMMUNICATOR_H_
+#define BATCHLAB_RUNNER_COMM_MPI_COMMUNICATOR_H_
 
 #include <memory>
 
@@ -53,4 +53,4 @@ class MpiCommunicator : public Communicator {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_COMM_MPI_H_
+#endif  // BATCHLAB_RUNNER_COMM_MPI_COMMUNICATOR_H_

@@ -13,8 +13,8 @@
 // call, file:line and rank.
 //
 //   auto comm = std::make_unique<NcclCommunicator>(config, RankInfoFromEnvironment());
-#ifndef BATCHLAB_RUNNER_COMM_NCCL_H_
-#define BATCHLAB_RUNNER_COMM_NCCL_H_
+#ifndef BATCHLAB_RUNNER_COMM_NCCL_COMMUNICATOR_H_
+#define BATCHLAB_RUNNER_COMM_NCCL_COMMUNICATOR_H_
 
 #ifdef BATCHLAB_WITH_NCCL
 
@@ -65,4 +65,4 @@ class NcclCommunicator : public Communicator {
 }  // namespace batchlab::runner
 
 #endif  // BATCHLAB_WITH_NCCL
-#endif  // BATCHLAB_RUNNER_COMM_NCCL_H_
+#endif  // BATCHLAB_RUNNER_COMM_NCCL_COMMUNICATOR_H_

@@ -12,8 +12,8 @@
 // StepClock times the phases of a step: on the CPU with the steady clock, on a CUDA device with
 // CUDA events recorded on the default stream (the one LibTorch's kernels run on), read once the
 // step's last mark has completed, so a phase's time is the device's, not the host's launch time.
-#ifndef BATCHLAB_RUNNER_DEVICE_H_
-#define BATCHLAB_RUNNER_DEVICE_H_
+#ifndef BATCHLAB_RUNNER_CONFIG_DEVICE_H_
+#define BATCHLAB_RUNNER_CONFIG_DEVICE_H_
 
 #include <chrono>
 #include <cstdint>
@@ -64,4 +64,4 @@ class StepClock {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DEVICE_H_
+#endif  // BATCHLAB_RUNNER_CONFIG_DEVICE_H_

@@ -13,8 +13,8 @@
 //       skip)"}};
 //   CheckOwnFields("model", "model \"res_mlp\"", kFields, config.own, "name, hidden, ...");
 //   const int64_t blocks = config.own.at("blocks").get<int64_t>();
-#ifndef BATCHLAB_RUNNER_OWN_FIELDS_H_
-#define BATCHLAB_RUNNER_OWN_FIELDS_H_
+#ifndef BATCHLAB_RUNNER_CONFIG_OWN_FIELDS_H_
+#define BATCHLAB_RUNNER_CONFIG_OWN_FIELDS_H_
 
 #include <string>
 #include <vector>
@@ -43,4 +43,4 @@ std::string DescribeOwnField(const OwnField& field);
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_OWN_FIELDS_H_
+#endif  // BATCHLAB_RUNNER_CONFIG_OWN_FIELDS_H_

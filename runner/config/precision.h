@@ -20,8 +20,8 @@
 //   buckets.AllreduceGradients(...);                 // same gradients on every rank, so
 //   if (scaler.UnscaleAndCheck(grads)) opt.step();   // every rank takes the same decision
 //   scaler.Update();
-#ifndef BATCHLAB_RUNNER_PRECISION_H_
-#define BATCHLAB_RUNNER_PRECISION_H_
+#ifndef BATCHLAB_RUNNER_CONFIG_PRECISION_H_
+#define BATCHLAB_RUNNER_CONFIG_PRECISION_H_
 
 #include <cstdint>
 #include <string>
@@ -92,4 +92,4 @@ class DynamicLossScaler {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_PRECISION_H_
+#endif  // BATCHLAB_RUNNER_CONFIG_PRECISION_H_

@@ -9,8 +9,8 @@
 //   }
 //   Models().Add(std::move(entry), /*complete=*/entry.make != nullptr);   // at registration
 //   const ModelEntry& e = Models().Find("mlp");   // unknown: BadConfig naming model.name
-#ifndef BATCHLAB_RUNNER_REGISTRY_H_
-#define BATCHLAB_RUNNER_REGISTRY_H_
+#ifndef BATCHLAB_RUNNER_CONFIG_REGISTRY_H_
+#define BATCHLAB_RUNNER_CONFIG_REGISTRY_H_
 
 #include <map>
 #include <stdexcept>
@@ -73,4 +73,4 @@ class Registry {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_REGISTRY_H_
+#endif  // BATCHLAB_RUNNER_CONFIG_REGISTRY_H_

@@ -11,8 +11,8 @@
 //   config.micro_batch_size;   // local_batch_size / accumulation
 //
 //   RunConfig config = LoadRunConfig("run/config.json", world_size);  // reads, then parses
-#ifndef BATCHLAB_RUNNER_RUN_CONFIG_H_
-#define BATCHLAB_RUNNER_RUN_CONFIG_H_
+#ifndef BATCHLAB_RUNNER_CONFIG_RUN_CONFIG_H_
+#define BATCHLAB_RUNNER_CONFIG_RUN_CONFIG_H_
 
 #include <cstdint>
 #include <optional>
@@ -147,4 +147,4 @@ std::vector<std::string> RunConfigFieldsRead();
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_RUN_CONFIG_H_
+#endif  // BATCHLAB_RUNNER_CONFIG_RUN_CONFIG_H_

@@ -1,7 +1,7 @@
 // The runner's one error style: throw RunnerError; main() maps it to an exit code and a message
 // on stderr prefixed with the rank. kBadConfig exits 2, everything else exits 1 (docs/protocol.md).
-#ifndef BATCHLAB_RUNNER_RUNNER_ERROR_H_
-#define BATCHLAB_RUNNER_RUNNER_ERROR_H_
+#ifndef BATCHLAB_RUNNER_CONFIG_RUNNER_ERROR_H_
+#define BATCHLAB_RUNNER_CONFIG_RUNNER_ERROR_H_
 
 #include <stdexcept>
 #include <string>
@@ -36,4 +36,4 @@ T OrBadConfig(StatusOr<T> value) {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_RUNNER_ERROR_H_
+#endif  // BATCHLAB_RUNNER_CONFIG_RUNNER_ERROR_H_

@@ -3,8 +3,8 @@
 //
 //   SyncMode mode = ParseSyncMode(config.comm.sync);   // BadConfig naming comm.sync if unknown
 //   if (IsParameterServer(mode)) { ... }               // async_ps, backup: rank 0 serves
-#ifndef BATCHLAB_RUNNER_SYNC_SYNC_MODE_H_
-#define BATCHLAB_RUNNER_SYNC_SYNC_MODE_H_
+#ifndef BATCHLAB_RUNNER_CONFIG_SYNC_MODE_H_
+#define BATCHLAB_RUNNER_CONFIG_SYNC_MODE_H_
 
 #include <string>
 
@@ -36,4 +36,4 @@ inline bool IsParameterServer(SyncMode mode) {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_SYNC_SYNC_MODE_H_
+#endif  // BATCHLAB_RUNNER_CONFIG_SYNC_MODE_H_

@@ -6,8 +6,8 @@
 //   t.y;   // [N] int64 class labels (classification) or [N, 1] float32 targets (regression)
 //
 // Throws RunnerError kData naming the file, line and column of the first bad cell.
-#ifndef BATCHLAB_RUNNER_DATASETS_CSV_FILE_H_
-#define BATCHLAB_RUNNER_DATASETS_CSV_FILE_H_
+#ifndef BATCHLAB_RUNNER_DATA_CSV_FILE_H_
+#define BATCHLAB_RUNNER_DATA_CSV_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -25,4 +25,4 @@ CsvTable ReadCsvFile(const std::string& path, int64_t label_column, bool classif
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DATASETS_CSV_FILE_H_
+#endif  // BATCHLAB_RUNNER_DATA_CSV_FILE_H_

@@ -10,8 +10,8 @@
 // fashion-mnist (the installed IDX .gz files), idx (the same layout in your folder), csv
 // (features + label column), synthetic-linear (synthetic_linear.h; known noise scale), text
 // (data/text_file.h: bytes as tokens for a language model).
-#ifndef BATCHLAB_RUNNER_DATASETS_DATASET_H_
-#define BATCHLAB_RUNNER_DATASETS_DATASET_H_
+#ifndef BATCHLAB_RUNNER_DATA_DATASET_H_
+#define BATCHLAB_RUNNER_DATA_DATASET_H_
 
 #include <cstdint>
 #include <optional>
@@ -70,4 +70,4 @@ Dataset LoadDataset(const DataConfig& config);
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DATASETS_DATASET_H_
+#endif  // BATCHLAB_RUNNER_DATA_DATASET_H_

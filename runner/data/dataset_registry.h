@@ -12,8 +12,8 @@
 // (model_registry.h says how the static registrar is kept by the linker.)
 //
 //   Dataset data = LoadDataset(config.data);   // dataset.h: check, load, caps, shape checks
-#ifndef BATCHLAB_RUNNER_DATASETS_DATASET_REGISTRY_H_
-#define BATCHLAB_RUNNER_DATASETS_DATASET_REGISTRY_H_
+#ifndef BATCHLAB_RUNNER_DATA_DATASET_REGISTRY_H_
+#define BATCHLAB_RUNNER_DATA_DATASET_REGISTRY_H_
 
 #include <functional>
 #include <string>
@@ -61,4 +61,4 @@ void ApplySampleCaps(const DataConfig& config, Dataset& data);
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DATASETS_DATASET_REGISTRY_H_
+#endif  // BATCHLAB_RUNNER_DATA_DATASET_REGISTRY_H_

@@ -12,8 +12,8 @@
 //   std::string why;
 //   if (auto tensors = cache.Read(key, &why)) { ... }          // mapped, read-only in spirit
 //   else { tensors = Decode(); cache.Write(key, tensors); }    // never throws on a cache problem
-#ifndef BATCHLAB_RUNNER_DATASETS_DECODED_CACHE_H_
-#define BATCHLAB_RUNNER_DATASETS_DECODED_CACHE_H_
+#ifndef BATCHLAB_RUNNER_DATA_DECODED_CACHE_H_
+#define BATCHLAB_RUNNER_DATA_DECODED_CACHE_H_
 
 #include <optional>
 #include <string>
@@ -53,4 +53,4 @@ class DecodedCache {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DATASETS_DECODED_CACHE_H_
+#endif  // BATCHLAB_RUNNER_DATA_DECODED_CACHE_H_

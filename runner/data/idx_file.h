@@ -6,8 +6,8 @@
 //   torch::Tensor labels = ReadIdxFile(dir + "/train-labels-idx1-ubyte.gz");  // uint8 [N]
 //
 // Throws RunnerError kData naming the file for a missing, truncated or malformed file.
-#ifndef BATCHLAB_RUNNER_DATASETS_IDX_FILE_H_
-#define BATCHLAB_RUNNER_DATASETS_IDX_FILE_H_
+#ifndef BATCHLAB_RUNNER_DATA_IDX_FILE_H_
+#define BATCHLAB_RUNNER_DATA_IDX_FILE_H_
 
 #include <string>
 
@@ -22,4 +22,4 @@ std::string FindIdxFile(const std::string& stem);
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DATASETS_IDX_FILE_H_
+#endif  // BATCHLAB_RUNNER_DATA_IDX_FILE_H_

@@ -8,8 +8,8 @@
 //   ShardSampler sampler(data.train_size(), seed, rank, world_size, local_batch);
 //   torch::Tensor rows = sampler.Next();   // int64 [local_batch], a view: no allocation
 //   sampler.epoch();                       // completed passes over the shard
-#ifndef BATCHLAB_RUNNER_DATASETS_SHARD_SAMPLER_H_
-#define BATCHLAB_RUNNER_DATASETS_SHARD_SAMPLER_H_
+#ifndef BATCHLAB_RUNNER_DATA_SHARD_SAMPLER_H_
+#define BATCHLAB_RUNNER_DATA_SHARD_SAMPLER_H_
 
 #include <cstdint>
 
@@ -52,4 +52,4 @@ uint64_t DeriveSeed(uint64_t a, uint64_t b, uint64_t c = 0);
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DATASETS_SHARD_SAMPLER_H_
+#endif  // BATCHLAB_RUNNER_DATA_SHARD_SAMPLER_H_

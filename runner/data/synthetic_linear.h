@@ -17,8 +17,8 @@
 //
 //   Dataset data = MakeSyntheticLinear(config.data);
 //   NoiseScaleTruth t = TrueNoiseScale(*data.truth, w, b);   // t.b_simple
-#ifndef BATCHLAB_RUNNER_DATASETS_SYNTHETIC_LINEAR_H_
-#define BATCHLAB_RUNNER_DATASETS_SYNTHETIC_LINEAR_H_
+#ifndef BATCHLAB_RUNNER_DATA_SYNTHETIC_LINEAR_H_
+#define BATCHLAB_RUNNER_DATA_SYNTHETIC_LINEAR_H_
 
 #include <optional>
 
@@ -44,4 +44,4 @@ NoiseScaleTruth TrueNoiseScale(const LinearTruth& truth, const torch::Tensor& w,
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DATASETS_SYNTHETIC_LINEAR_H_
+#endif  // BATCHLAB_RUNNER_DATA_SYNTHETIC_LINEAR_H_

@@ -27,8 +27,8 @@
 //
 //   std::string bytes = ReadTextCorpus(config.data);
 //   Dataset d = MakeTextDataset(bytes, 64);
-#ifndef BATCHLAB_RUNNER_DATASETS_TEXT_FILE_H_
-#define BATCHLAB_RUNNER_DATASETS_TEXT_FILE_H_
+#ifndef BATCHLAB_RUNNER_DATA_TEXT_FILE_H_
+#define BATCHLAB_RUNNER_DATA_TEXT_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -57,4 +57,4 @@ Dataset MakeTextDataset(const std::string& bytes, int64_t context);
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_DATASETS_TEXT_FILE_H_
+#endif  // BATCHLAB_RUNNER_DATA_TEXT_FILE_H_

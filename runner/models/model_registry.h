@@ -13,8 +13,8 @@
 //
 //   const ModelEntry& entry = FindModel("mlp");   // unknown: BadConfig naming model.name
 //   std::shared_ptr<Model> m = MakeModel(config.model, data);   // models.h: the same, by name
-#ifndef BATCHLAB_RUNNER_MODEL_REGISTRY_H_
-#define BATCHLAB_RUNNER_MODEL_REGISTRY_H_
+#ifndef BATCHLAB_RUNNER_MODELS_MODEL_REGISTRY_H_
+#define BATCHLAB_RUNNER_MODELS_MODEL_REGISTRY_H_
 
 #include <functional>
 #include <memory>
@@ -59,4 +59,4 @@ void CheckModelConfig(const ModelConfig& config, const std::string& common_field
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_MODEL_REGISTRY_H_
+#endif  // BATCHLAB_RUNNER_MODELS_MODEL_REGISTRY_H_

@@ -13,8 +13,8 @@
 //   torch::manual_seed(config.seed);
 //   std::shared_ptr<Model> model = MakeModel(config.model, data);
 //   torch::Tensor logits = model->forward(batch_x);   // batch_x: [B, F] -> [B, out]
-#ifndef BATCHLAB_RUNNER_MODELS_H_
-#define BATCHLAB_RUNNER_MODELS_H_
+#ifndef BATCHLAB_RUNNER_MODELS_MODELS_H_
+#define BATCHLAB_RUNNER_MODELS_MODELS_H_
 
 #include <memory>
 
@@ -41,4 +41,4 @@ std::shared_ptr<Model> MakeModel(const ModelConfig& config, const Dataset& data)
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_MODELS_H_
+#endif  // BATCHLAB_RUNNER_MODELS_MODELS_H_

@@ -20,8 +20,8 @@
 // L layers). Training FLOPs per token (Kaplan et al. 2020, forward + backward = 3 x forward):
 //   6 P + 6 L T W   (the second term: attention scores and their weighted sum)
 // so a step of B sequences costs flops_per_step = (6 P + 6 L T W) x B T.
-#ifndef BATCHLAB_RUNNER_TRANSFORMER_H_
-#define BATCHLAB_RUNNER_TRANSFORMER_H_
+#ifndef BATCHLAB_RUNNER_MODELS_TRANSFORMER_H_
+#define BATCHLAB_RUNNER_MODELS_TRANSFORMER_H_
 
 #include <memory>
 #include <vector>
@@ -68,4 +68,4 @@ class Transformer : public Model {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_TRANSFORMER_H_
+#endif  // BATCHLAB_RUNNER_MODELS_TRANSFORMER_H_

@@ -7,8 +7,8 @@
 // (so every CPU run is bit for bit what it was).
 //
 //   auto opt = std::make_unique<ForeachAdamW>(params, torch::optim::AdamWOptions(lr));
-#ifndef BATCHLAB_RUNNER_FOREACH_ADAMW_H_
-#define BATCHLAB_RUNNER_FOREACH_ADAMW_H_
+#ifndef BATCHLAB_RUNNER_OPTIM_FOREACH_ADAMW_H_
+#define BATCHLAB_RUNNER_OPTIM_FOREACH_ADAMW_H_
 
 #include <vector>
 
@@ -25,4 +25,4 @@ class ForeachAdamW : public torch::optim::AdamW {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_FOREACH_ADAMW_H_
+#endif  // BATCHLAB_RUNNER_OPTIM_FOREACH_ADAMW_H_

@@ -13,8 +13,8 @@
 //
 //   FusedSgd opt(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
 //   loss.backward(); opt.step();
-#ifndef BATCHLAB_RUNNER_FUSED_SGD_H_
-#define BATCHLAB_RUNNER_FUSED_SGD_H_
+#ifndef BATCHLAB_RUNNER_OPTIM_FUSED_SGD_H_
+#define BATCHLAB_RUNNER_OPTIM_FUSED_SGD_H_
 
 #include <vector>
 
@@ -32,4 +32,4 @@ class FusedSgd : public torch::optim::SGD {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_FUSED_SGD_H_
+#endif  // BATCHLAB_RUNNER_OPTIM_FUSED_SGD_H_

@@ -12,8 +12,8 @@
 //
 //   Lamb opt(model->parameters(), LambOptions(1e-3).weight_decay(0.01));
 //   loss.backward(); opt.step();
-#ifndef BATCHLAB_RUNNER_LAMB_H_
-#define BATCHLAB_RUNNER_LAMB_H_
+#ifndef BATCHLAB_RUNNER_OPTIM_LAMB_H_
+#define BATCHLAB_RUNNER_OPTIM_LAMB_H_
 
 #include <cstdint>
 #include <vector>
@@ -58,4 +58,4 @@ class Lamb : public torch::optim::Optimizer {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_LAMB_H_
+#endif  // BATCHLAB_RUNNER_OPTIM_LAMB_H_

@@ -11,8 +11,8 @@
 //
 //   Lars opt(model->parameters(), LarsOptions(0.1).momentum(0.9).weight_decay(5e-4));
 //   loss.backward(); opt.step();
-#ifndef BATCHLAB_RUNNER_LARS_H_
-#define BATCHLAB_RUNNER_LARS_H_
+#ifndef BATCHLAB_RUNNER_OPTIM_LARS_H_
+#define BATCHLAB_RUNNER_OPTIM_LARS_H_
 
 #include <vector>
 
@@ -55,4 +55,4 @@ class Lars : public torch::optim::Optimizer {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_LARS_H_
+#endif  // BATCHLAB_RUNNER_OPTIM_LARS_H_

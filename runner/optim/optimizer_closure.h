@@ -5,8 +5,8 @@
 //     torch::NoGradGuard no_grad;
 //     torch::Tensor loss = EvaluateClosure(closure);
 //     ...
-#ifndef BATCHLAB_RUNNER_OPTIMIZER_CLOSURE_H_
-#define BATCHLAB_RUNNER_OPTIMIZER_CLOSURE_H_
+#ifndef BATCHLAB_RUNNER_OPTIM_OPTIMIZER_CLOSURE_H_
+#define BATCHLAB_RUNNER_OPTIM_OPTIMIZER_CLOSURE_H_
 
 #include <torch/torch.h>
 
@@ -20,4 +20,4 @@ inline torch::Tensor EvaluateClosure(const torch::optim::Optimizer::LossClosure&
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_OPTIMIZER_CLOSURE_H_
+#endif  // BATCHLAB_RUNNER_OPTIM_OPTIMIZER_CLOSURE_H_

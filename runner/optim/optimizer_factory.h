@@ -7,8 +7,8 @@
 // Names: sgd, momentum, nesterov, adam, adamw, lars, lamb (LARS and LAMB are optimizers of our
 // own, lars.h / lamb.h). The values are checked once, against the declaration, when the config is
 // parsed (run_config.h); an unknown name here throws BadConfig naming "optimizer.name".
-#ifndef BATCHLAB_RUNNER_OPTIMIZER_FACTORY_H_
-#define BATCHLAB_RUNNER_OPTIMIZER_FACTORY_H_
+#ifndef BATCHLAB_RUNNER_OPTIM_OPTIMIZER_FACTORY_H_
+#define BATCHLAB_RUNNER_OPTIM_OPTIMIZER_FACTORY_H_
 
 #include <memory>
 #include <string>
@@ -46,4 +46,4 @@ std::vector<torch::Tensor> OptimizerStateTensors(torch::optim::Optimizer& optimi
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_OPTIMIZER_FACTORY_H_
+#endif  // BATCHLAB_RUNNER_OPTIM_OPTIMIZER_FACTORY_H_

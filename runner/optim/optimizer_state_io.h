@@ -1,8 +1,8 @@
 // The optimizer's per-parameter state in a checkpoint file (trainer_checkpoint.cc writes it): read
 // back into an optimizer over the same parameters, by a resumed attempt or a branch run
 // (branch_start.cc).
-#ifndef BATCHLAB_RUNNER_OPTIMIZER_STATE_IO_H_
-#define BATCHLAB_RUNNER_OPTIMIZER_STATE_IO_H_
+#ifndef BATCHLAB_RUNNER_OPTIM_OPTIMIZER_STATE_IO_H_
+#define BATCHLAB_RUNNER_OPTIM_OPTIMIZER_STATE_IO_H_
 
 #include <vector>
 
@@ -19,4 +19,4 @@ void RestoreOptimizerState(torch::optim::Optimizer& optimizer,
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_OPTIMIZER_STATE_IO_H_
+#endif  // BATCHLAB_RUNNER_OPTIM_OPTIMIZER_STATE_IO_H_

@@ -3,8 +3,8 @@
 // (PyTorch's own builds, e.g. on a GPU node: docs/runner-comm.md, "A runner-only build").
 //
 //   auto it = optimizer.state().find(OptimizerStateKey(p));
-#ifndef BATCHLAB_RUNNER_OPTIMIZER_STATE_KEY_H_
-#define BATCHLAB_RUNNER_OPTIMIZER_STATE_KEY_H_
+#ifndef BATCHLAB_RUNNER_OPTIM_OPTIMIZER_STATE_KEY_H_
+#define BATCHLAB_RUNNER_OPTIM_OPTIMIZER_STATE_KEY_H_
 
 #include <string>
 
@@ -23,4 +23,4 @@ inline std::string OptimizerStateKey(const torch::Tensor& p) {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_OPTIMIZER_STATE_KEY_H_
+#endif  // BATCHLAB_RUNNER_OPTIM_OPTIMIZER_STATE_KEY_H_

@@ -5,8 +5,8 @@
 //   std::unique_ptr<MetricsWriter> out = MetricsWriter::Open(config.metrics_path);
 //   nlohmann::ordered_json line = {{"kind", "step"}, {"step", 1}, {"loss", 2.3}};
 //   out->Write(line);   // -> {"seq":0,"kind":"step","step":1,"loss":2.3}\n
-#ifndef BATCHLAB_RUNNER_METRICS_WRITER_H_
-#define BATCHLAB_RUNNER_METRICS_WRITER_H_
+#ifndef BATCHLAB_RUNNER_TRAIN_METRICS_WRITER_H_
+#define BATCHLAB_RUNNER_TRAIN_METRICS_WRITER_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -45,4 +45,4 @@ double UnixTime();
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_METRICS_WRITER_H_
+#endif  // BATCHLAB_RUNNER_TRAIN_METRICS_WRITER_H_

@@ -10,8 +10,8 @@
 //   InstallPreemptHandlers();            // once, in main
 //   { PreemptWindow window;              // Trainer::Run: the signals now only set the flag
 //     if (PreemptSignalled()) { ... } }  // between steps
-#ifndef BATCHLAB_RUNNER_PREEMPT_SIGNAL_H_
-#define BATCHLAB_RUNNER_PREEMPT_SIGNAL_H_
+#ifndef BATCHLAB_RUNNER_TRAIN_PREEMPT_SIGNAL_H_
+#define BATCHLAB_RUNNER_TRAIN_PREEMPT_SIGNAL_H_
 
 namespace batchlab::runner {
 
@@ -32,4 +32,4 @@ class PreemptWindow {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_PREEMPT_SIGNAL_H_
+#endif  // BATCHLAB_RUNNER_TRAIN_PREEMPT_SIGNAL_H_

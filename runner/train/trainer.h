@@ -31,8 +31,8 @@
 //   Trainer trainer(config, data, comm.get(), writer.get(), rank);   // comm may be null if K = 1
 //   Outcome outcome = trainer.Run();   // writes start, step, eval and end lines (rank 0)
 //   int code = ExitCodeFor(outcome);
-#ifndef BATCHLAB_RUNNER_TRAINER_H_
-#define BATCHLAB_RUNNER_TRAINER_H_
+#ifndef BATCHLAB_RUNNER_TRAIN_TRAINER_H_
+#define BATCHLAB_RUNNER_TRAIN_TRAINER_H_
 
 #include <chrono>
 #include <map>
@@ -266,4 +266,4 @@ class Trainer {
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_TRAINER_H_
+#endif  // BATCHLAB_RUNNER_TRAIN_TRAINER_H_

@@ -13,8 +13,8 @@
 // (0, 3, 4, 5, 6) the worker exits with it: a rank that failed is never reused.
 //
 //   int code = RunWorkerLoop(dir, rank, [&](const std::string& config) { return RunOne(config); });
-#ifndef BATCHLAB_RUNNER_WORKER_LOOP_H_
-#define BATCHLAB_RUNNER_WORKER_LOOP_H_
+#ifndef BATCHLAB_RUNNER_TRAIN_WORKER_LOOP_H_
+#define BATCHLAB_RUNNER_TRAIN_WORKER_LOOP_H_
 
 #include <chrono>
 #include <functional>
@@ -34,4 +34,4 @@ int RunWorkerLoop(const std::string& dir, int rank,
 
 }  // namespace batchlab::runner
 
-#endif  // BATCHLAB_RUNNER_WORKER_LOOP_H_
+#endif  // BATCHLAB_RUNNER_TRAIN_WORKER_LOOP_H_
