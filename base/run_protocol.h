@@ -6,7 +6,7 @@
 //
 //   protocol::ExitCodeFor(protocol::Outcome::kPreempted);      // 7
 //   protocol::OutcomeForExitCode(3);                          // Outcome::kTargetReached
-//   dir + "/" + protocol::kMetricsFile;                        // "metrics.jsonl"
+//   protocol::MetricsPath(dir);                                // dir + "/metrics.jsonl"
 //
 // Header only, no dependencies: every layer (and the runner, with LibTorch) includes it.
 #ifndef BATCHLAB_BASE_RUN_PROTOCOL_H_
@@ -100,6 +100,55 @@ inline std::string CheckpointShardName(int64_t step, int rank) {
 }
 // <prefix><r>.json: where rank r ran (host, addresses, local rank, device), built-in runner.
 inline constexpr const char* kRankPlacePrefix = "place.rank";
+// The launcher's record of how it started the attempt (command, job id, host): the orchestrator's.
+inline constexpr const char* kLaunchFile = "launch.json";
+inline constexpr const char* kJobScriptFile = "job.sh";  // the sbatch script (Slurm launcher)
+
+// A warm worker's folder (orchestrator/launch/worker_pool.cc <-> runner/train/worker_loop.cc): the
+// worker publishes ready.rank<r>, then waits for job-<n>.json ({"config": path}), runs it and
+// publishes done-<n>.rank<r> (its exit code); the quit file ends it.
+inline constexpr const char* kWorkerReadyPrefix = "ready.rank";
+inline constexpr const char* kWorkerJobPrefix = "job-";
+inline constexpr const char* kWorkerDonePrefix = "done-";
+inline constexpr const char* kWorkerQuitFile = "quit";
+
+// Every path of the protocol, built in one place (as LevelDB's db/filename.h does): `dir` is an
+// attempt folder (or a warm worker's folder for the Worker* ones), without a trailing slash.
+inline std::string AttemptDir(std::string_view runs_dir, std::string_view sweep,
+                              std::string_view run_id, int attempt, std::string_view database_id) {
+  std::string dir = std::string(runs_dir) + "/" + std::string(sweep) + "/" + std::string(run_id) +
+                    "/attempt-" + std::to_string(attempt);
+  if (!database_id.empty()) dir += "-" + std::string(database_id);
+  return dir;
+}
+inline std::string InDir(std::string_view dir, std::string_view file) {
+  return std::string(dir) + "/" + std::string(file);
+}
+inline std::string ConfigPath(std::string_view dir) { return InDir(dir, kConfigFile); }
+inline std::string MetricsPath(std::string_view dir) { return InDir(dir, kMetricsFile); }
+inline std::string StderrPath(std::string_view dir) { return InDir(dir, kStderrFile); }
+inline std::string StdoutPath(std::string_view dir) { return InDir(dir, kStdoutFile); }
+inline std::string StopPath(std::string_view dir) { return InDir(dir, kStopFile); }
+inline std::string PruneAtPath(std::string_view dir) { return InDir(dir, kPruneAtFile); }
+inline std::string PreemptPath(std::string_view dir) { return InDir(dir, kPreemptFile); }
+inline std::string ResumePath(std::string_view dir) { return InDir(dir, kResumeFile); }
+inline std::string BranchFromPath(std::string_view dir) { return InDir(dir, kBranchFromFile); }
+inline std::string CheckpointDirPath(std::string_view dir) { return InDir(dir, kCheckpointDir); }
+inline std::string LaunchPath(std::string_view dir) { return InDir(dir, kLaunchFile); }
+inline std::string JobScriptPath(std::string_view dir) { return InDir(dir, kJobScriptFile); }
+inline std::string RankPlacePath(std::string_view dir, int rank) {
+  return InDir(dir, kRankPlacePrefix + std::to_string(rank) + ".json");
+}
+inline std::string WorkerReadyPath(std::string_view dir, int rank) {
+  return InDir(dir, kWorkerReadyPrefix + std::to_string(rank));
+}
+inline std::string WorkerJobPath(std::string_view dir, int n) {
+  return InDir(dir, kWorkerJobPrefix + std::to_string(n) + ".json");
+}
+inline std::string WorkerDonePath(std::string_view dir, int n, int rank) {
+  return InDir(dir, kWorkerDonePrefix + std::to_string(n) + ".rank" + std::to_string(rank));
+}
+inline std::string WorkerQuitPath(std::string_view dir) { return InDir(dir, kWorkerQuitFile); }
 
 // Kinds of metrics lines.
 inline constexpr const char* kLineStart = "start";

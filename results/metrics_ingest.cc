@@ -214,11 +214,11 @@ Status MetricsIngester::StoreLine(const Where& w, std::string_view line, int64_t
   }
   c.last_seq = seq;
   ++stats.lines_stored;
-  if (kind == "end") {
+  if (kind == protocol::kLineEnd) {
     c.saw_end = true;
     stats.saw_end = true;
   }
-  if (kind == "start" || kind == "end") {
+  if (kind == protocol::kLineStart || kind == protocol::kLineEnd) {
     return StoreStartOrEnd(w, m.non_finite_tokens ? std::string_view(m.as_json) : line, kind);
   }
   if (kind == protocol::kLineResume) return StoreResume(w, line, seq);
@@ -230,7 +230,7 @@ Status MetricsIngester::StoreStartOrEnd(const Where& w, std::string_view line,
   const int64_t run_key = w.run_key;
   const int attempt = w.attempt;
   const json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  if (kind == "start") {
+  if (kind == protocol::kLineStart) {
     // The host, and the facts the analysis reads from the run (docs/schema.md, `runs`).
     auto host = j.find("host");
     if (host != j.end() && host->is_string()) {
@@ -245,7 +245,7 @@ Status MetricsIngester::StoreStartOrEnd(const Where& w, std::string_view line,
         .BindInt(6, attempt)
         .Run();
   }
-  if (kind == "end") {
+  if (kind == protocol::kLineEnd) {
     auto outcome = j.find("outcome");
     if (outcome != j.end() && outcome->is_string()) {
       update_end_.BindText(1, outcome->get_ref<const std::string&>());

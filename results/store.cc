@@ -407,6 +407,28 @@ StatusOr<RunState> ParseRunState(const std::string& name) {
   return InvalidArgumentError(fmt::format("unknown run state '{}'; valid states: {}", name, valid));
 }
 
+std::optional<RunState> FinalStateOf(protocol::Outcome outcome) {
+  switch (outcome) {
+    case protocol::Outcome::kCompleted: return RunState::kCompleted;
+    case protocol::Outcome::kTargetReached: return RunState::kTargetReached;
+    case protocol::Outcome::kDiverged: return RunState::kDiverged;
+    case protocol::Outcome::kBudgetExhausted: return RunState::kBudgetExhausted;
+    case protocol::Outcome::kPruned: return RunState::kPruned;
+    case protocol::Outcome::kPreempted: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<RunState> FinalStateOfExitCode(int code) {
+  const std::optional<protocol::Outcome> o = protocol::OutcomeForExitCode(code);
+  return o ? FinalStateOf(*o) : std::nullopt;
+}
+
+std::optional<RunState> FinalStateOfOutcomeName(std::string_view name) {
+  const std::optional<protocol::Outcome> o = protocol::ParseOutcome(name);
+  return o ? FinalStateOf(*o) : std::nullopt;
+}
+
 bool IsTerminal(RunState s) { return s != RunState::kPending && s != RunState::kRunning; }
 
 bool IsFinished(RunState s) {

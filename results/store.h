@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "base/run_protocol.h"
 #include "base/status.h"
 
 namespace batchlab::results {
@@ -39,6 +40,14 @@ enum class RunState {
 };
 const char* RunStateName(RunState s);  // "pending", "running", "completed", "target_reached", ...
 StatusOr<RunState> ParseRunState(const std::string& name);
+// The state a run ends in when its program ends with `outcome`, for a final outcome; nullopt for
+// kPreempted (the run goes on in a new attempt). The map from the protocol to the database: an
+// outcome never round-trips through its name.
+std::optional<RunState> FinalStateOf(protocol::Outcome outcome);
+// The same for an exit code (nullopt: not a final outcome's code) and for the outcome an end line
+// names (nullopt: empty, unknown or not final).
+std::optional<RunState> FinalStateOfExitCode(int code);
+std::optional<RunState> FinalStateOfOutcomeName(std::string_view name);
 bool IsTerminal(RunState s);  // every state but pending and running
 bool IsFinished(RunState s);  // completed, target_reached, diverged, budget_exhausted, pruned,
                               // stalled: never re-run

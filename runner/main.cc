@@ -176,9 +176,7 @@ void WritePlace(const std::string& attempt_dir, const RankInfo& where, int cuda_
       {"gpus", gpus},
       {"device", cuda_device >= 0 ? "cuda:" + std::to_string(cuda_device) : "cpu"},
       {"cuda_visible_devices", visible != nullptr ? nlohmann::json(visible) : nlohmann::json()}};
-  std::ofstream(attempt_dir + "/" + protocol::kRankPlacePrefix + std::to_string(where.rank) +
-                ".json")
-      << place.dump() << "\n";
+  std::ofstream(protocol::RankPlacePath(attempt_dir, where.rank)) << place.dump() << "\n";
 }
 
 // One resolved config on this rank, as `batchlab-runner --config` runs it; returns the exit code
@@ -202,7 +200,7 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
                   {"parameters", 0},
                   {"mode", "noop"}});
       out->Write({{"kind", protocol::kLineEnd},
-                  {"outcome", "completed"},
+                  {"outcome", std::string(protocol::OutcomeName(protocol::Outcome::kCompleted))},
                   {"steps", 0},
                   {"samples", 0},
                   {"seconds", 0.0},

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "results/store.h"
 #include "results/table_writer.h"
 
 namespace batchlab::analysis {
@@ -311,7 +312,11 @@ std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::s
     auto step = r.params.find("branch.at_step");
     auto k = r.params.find("branch.multiplier");
     if (trunk == r.params.end() || step == r.params.end() || k == r.params.end()) continue;
-    if (r.state != "completed" && r.state != "budget_exhausted" && r.state != "target_reached") {
+    // A branch counts when it trained its whole budget (or met its target): not diverged, pruned.
+    const StatusOr<results::RunState> state = results::ParseRunState(r.state);
+    if (!state.ok() || (*state != results::RunState::kCompleted &&
+                        *state != results::RunState::kBudgetExhausted &&
+                        *state != results::RunState::kTargetReached)) {
       continue;
     }
     const Series* s = r.Metric(metric);

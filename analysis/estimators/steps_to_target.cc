@@ -9,6 +9,8 @@
 
 #include <fmt/core.h>
 
+#include "results/store.h"
+
 namespace batchlab::analysis {
 
 bool Target::Met(double x) const {
@@ -149,16 +151,20 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
       return hit;
     }
   }
-  const std::string& st = run.state;
-  if (st == "pruned") {
+  using results::RunState;
+  const StatusOr<RunState> parsed = results::ParseRunState(run.state);
+  const auto is = [&parsed](std::initializer_list<RunState> states) {
+    return parsed.ok() && std::find(states.begin(), states.end(), *parsed) != states.end();
+  };
+  if (is({RunState::kPruned})) {
     hit.status = HitStatus::kPruned;
-  } else if (st == "stalled") {
+  } else if (is({RunState::kStalled})) {
     hit.status = HitStatus::kStalled;
-  } else if (st == "diverged" || HasNonFiniteLoss(run)) {
+  } else if (is({RunState::kDiverged}) || HasNonFiniteLoss(run)) {
     hit.status = HitStatus::kDiverged;
-  } else if (st == "pending" || st == "running" || st.empty()) {
+  } else if (run.state.empty() || is({RunState::kPending, RunState::kRunning})) {
     hit.status = HitStatus::kUnfinished;
-  } else if (st == "failed" || st == "timed_out" || st == "cancelled") {
+  } else if (is({RunState::kFailed, RunState::kTimedOut, RunState::kCancelled})) {
     hit.status = HitStatus::kFailed;
   } else if (!m || m->empty()) {
     hit.status = HitStatus::kNoMetric;

@@ -11,29 +11,15 @@ namespace {
 
 using results::RunState;
 
-// The finished state a protocol exit code names (nullopt: not a final outcome's code).
-std::optional<RunState> FinalStateOfCode(int code) {
-  const std::optional<protocol::Outcome> o = protocol::OutcomeForExitCode(code);
-  if (!o || !protocol::EntryOf(*o).final) return std::nullopt;
-  auto s = results::ParseRunState(std::string(protocol::OutcomeName(*o)));
-  return s.ok() ? std::optional<RunState>(*s) : std::nullopt;
-}
-
-std::optional<RunState> FinalStateOfOutcome(const std::string& outcome) {
-  if (outcome.empty()) return std::nullopt;
-  auto s = results::ParseRunState(outcome);
-  if (!s.ok() || !results::IsFinished(*s)) return std::nullopt;
-  return *s;
-}
-
 }  // namespace
 
 AttemptVerdict DecideAttempt(const AttemptReport& r) {
   AttemptVerdict v;
   v.code = r.exit_code;
   if (!v.code && r.signal) v.code = 128 + *r.signal;
-  const std::optional<RunState> by_code = r.exit_code ? FinalStateOfCode(*r.exit_code) : std::nullopt;
-  const std::optional<RunState> by_end = FinalStateOfOutcome(r.end_outcome);
+  // No exit code (a signal): -1, no outcome's code.
+  const std::optional<RunState> by_code = results::FinalStateOfExitCode(r.exit_code.value_or(-1));
+  const std::optional<RunState> by_end = results::FinalStateOfOutcomeName(r.end_outcome);
   // The stall rule asks through the pruning stop file: the program ends as pruned.
   const auto stalled = [&r](RunState s) { return s == RunState::kPruned && r.stalled; };
   if (by_code && r.saw_end) {  // 1

@@ -45,12 +45,12 @@ Status Execution::Launch(size_t i) {
   const int attempt = table_[i].attempt + 1;
   BATCHLAB_ASSIGN_OR_RETURN(
       const std::string dir,
-      NewFolder(AttemptDir(runs_dir_, spec_.name, r.id, attempt, store_.database_id())));
+      NewFolder(protocol::AttemptDir(runs_dir_, spec_.name, r.id, attempt, store_.database_id())));
   nlohmann::json config = r.config;
   config["attempt"] = attempt;
-  config["metrics_path"] = dir + "/" + protocol::kMetricsFile;
+  config["metrics_path"] = protocol::MetricsPath(dir);
   {
-    std::ofstream out(dir + "/" + protocol::kConfigFile);
+    std::ofstream out(protocol::ConfigPath(dir));
     out << config.dump(2) << "\n";
     out.close();  // a full disk shows here, not before
     if (!out) {
@@ -67,7 +67,7 @@ Status Execution::Launch(size_t i) {
   req.run_id = r.id;
   req.attempt = attempt;
   req.attempt_dir = dir;
-  req.config_path = req.attempt_dir + "/" + protocol::kConfigFile;
+  req.config_path = protocol::ConfigPath(req.attempt_dir);
   req.nodes = config["nodes"].get<int>();
   req.ranks_per_node = config["ranks_per_node"].get<int>();
   req.world_size = r.world_size;
@@ -127,7 +127,7 @@ Status Execution::WriteResumeFile(const std::string& run_id, int attempt, const 
     if (at) earlier.push_back({{"attempt", k}, {"dir", *at}});
   }
   if (earlier.empty()) return OkStatus();
-  const std::string path = dir + "/" + protocol::kResumeFile;
+  const std::string path = protocol::ResumePath(dir);
   const Status written =
       WriteFileAtomically(path, nlohmann::json{{"attempts", earlier}}.dump(2) + "\n");
   if (!written.ok()) return UnavailableError(written.message());
@@ -149,7 +149,7 @@ StatusOr<std::vector<std::string>> Execution::TrunkDirs(const std::string& trunk
 // branch_from.json (docs/protocol.md): the trunk's attempt folders, for the branch's runner.
 Status Execution::WriteBranchFromFile(const PlannedRun& r, const std::string& dir) {
   BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> dirs, TrunkDirs(r.trunk_id));
-  const std::string path = dir + "/" + protocol::kBranchFromFile;
+  const std::string path = protocol::BranchFromPath(dir);
   const Status written =
       WriteFileAtomically(path, nlohmann::json{{"trunk_dirs", dirs}}.dump(2) + "\n");
   if (!written.ok()) return UnavailableError(written.message());
@@ -193,7 +193,7 @@ StatusOr<std::string> Execution::NewFolder(const std::string& base) {
 Status Execution::Ingest(InFlight& a, results::IngestPass pass) {
   BATCHLAB_ASSIGN_OR_RETURN(auto stats,
                             store_.IngestMetrics(plan_.runs[a.index].id, a.attempt,
-                                                 a.dir + "/" + protocol::kMetricsFile, pass));
+                                                 protocol::MetricsPath(a.dir), pass));
   a.saw_end = a.saw_end || stats.saw_end;
   if (!stats.end_outcome.empty()) a.end_outcome = stats.end_outcome;
   return OkStatus();
@@ -226,7 +226,7 @@ Status Execution::Finish(InFlight a, const JobStatus& st, bool stopping) {
   report.stalled = a.stalled;
   report.unrunnable = st.unrunnable;
   report.detail = st.detail;
-  report.stderr_tail = Tail(a.dir + "/" + protocol::kStderrFile, 1500);
+  report.stderr_tail = Tail(protocol::StderrPath(a.dir), 1500);
   report.seconds = seconds;
   report.timeout_seconds = spec_.resources.timeout_seconds;
   AttemptVerdict verdict = DecideAttempt(report);

@@ -128,7 +128,7 @@ Status Execution::PruneRunning(double now) {
     if (a.live.prune_sent > 0 || a.saw_end) continue;
     std::optional<std::string> why = WhyPrune(a.index);
     if (!why) continue;
-    std::ofstream stop(a.dir + "/" + protocol::kStopFile);
+    std::ofstream stop(protocol::StopPath(a.dir));
     stop << nlohmann::json{{"reason", "pruned"}, {"message", *why}}.dump() << "\n";
     stop.close();
     a.live.prune_sent = now;
@@ -162,7 +162,7 @@ Status Execution::StallIfHopeless(InFlight& a, double now) {
       "stalled: its last {} evaluations of {} were at the chance level ({}) or worse (the "
       "spec's stall rule)",
       rule.evals, target->metric, rule.chance);
-  std::ofstream stop(a.dir + "/" + protocol::kStopFile);
+  std::ofstream stop(protocol::StopPath(a.dir));
   stop << nlohmann::json{{"reason", "stalled"}, {"message", why}}.dump() << "\n";
   stop.close();
   a.live.prune_sent = now;
@@ -182,7 +182,7 @@ void Execution::ShareStopStep(InFlight& a) {
   if (a.live.prune_sent > 0 || a.saw_end) return;
   const std::optional<int64_t> bound = prune_.StopFromStep(a.index);
   if (!bound || *bound == a.stop_from_step) return;
-  if (WriteFileAtomically(a.dir + "/" + protocol::kPruneAtFile,
+  if (WriteFileAtomically(protocol::PruneAtPath(a.dir),
                           nlohmann::json{{"stop_from_step", *bound}}.dump() + "\n")
           .ok()) {
     a.stop_from_step = *bound;

@@ -16,14 +16,6 @@ namespace {
 
 using results::RunState;
 
-// The finished state an `end` line's outcome names, if it names one.
-std::optional<RunState> FinishedState(const std::string& outcome) {
-  if (outcome.empty()) return std::nullopt;
-  auto state = results::ParseRunState(outcome);
-  if (!state.ok() || !results::IsFinished(*state)) return std::nullopt;
-  return *state;
-}
-
 }  // namespace
 
 StatusOr<results::SweepRecord> OpenSweep(results::Store& store, const Spec& spec, bool new_version,
@@ -97,13 +89,13 @@ Status Execution::TakeUp(size_t i, const results::RunRecord* rec) {
     BATCHLAB_ASSIGN_OR_RETURN(std::optional<std::string> recorded,
                               store_.AttemptDir(r.id, rec->attempt));
     const std::string dir =
-        recorded ? *recorded : AttemptDir(runs_dir_, spec_.name, r.id, rec->attempt, "");
+        recorded ? *recorded : protocol::AttemptDir(runs_dir_, spec_.name, r.id, rec->attempt, "");
     launcher_.CleanUpStale(dir);
     BATCHLAB_ASSIGN_OR_RETURN(
         results::IngestStats tail,
-        store_.IngestMetrics(r.id, rec->attempt, dir + "/" + protocol::kMetricsFile,
+        store_.IngestMetrics(r.id, rec->attempt, protocol::MetricsPath(dir),
                              results::IngestPass::kFinal));
-    if (std::optional<RunState> ended = FinishedState(tail.end_outcome)) {
+    if (std::optional<RunState> ended = results::FinalStateOfOutcomeName(tail.end_outcome)) {
       // The runner finished on its own terms before anyone recorded it: keep that result.
       BATCHLAB_RETURN_IF_ERROR(store_.Transition(
           r.id, *ended,

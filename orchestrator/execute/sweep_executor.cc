@@ -208,13 +208,6 @@ void Execution::ReportProgress(double now) {
 
 namespace batchlab::orchestrator {
 
-std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
-                       const std::string& run_id, int attempt, const std::string& database_id) {
-  if (database_id.empty())
-    return fmt::format("{}/{}/{}/attempt-{}", runs_dir, sweep, run_id, attempt);
-  return fmt::format("{}/{}/{}/attempt-{}-{}", runs_dir, sweep, run_id, attempt, database_id);
-}
-
 StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results::Store& store,
                                     Launcher& launcher, const ExecutorOptions& options) {
   execution::Execution execution(spec, plan, store, launcher, options);

@@ -94,10 +94,7 @@ StatusOr<SweepOutcome> ExecuteSweep(const Spec& spec, const Plan& plan, results:
 
 // What an attempt's exit code and end line make of its run: attempt_verdict.h (DecideAttempt).
 
-// Where attempt `attempt` of a run keeps its config, metrics and logs, for the database with id
-// `database_id` (empty: the layout before schema v5, `attempt-<n>`, only read for resuming).
-std::string AttemptDir(const std::string& runs_dir, const std::string& sweep,
-                       const std::string& run_id, int attempt, const std::string& database_id);
+// Where an attempt keeps its config, metrics and logs: protocol::AttemptDir (base/run_protocol.h).
 
 }  // namespace batchlab::orchestrator
 

@@ -174,10 +174,10 @@ class LocalLauncher final : public Launcher {
       return UnavailableError(fmt::format("cannot create a pipe for {}/stderr.log: {}", dir,
                                           std::strerror(errno)));
     }
-    auto copier = std::make_unique<StderrCopier>(fds[0], dir + "/" + protocol::kStderrFile);
+    auto copier = std::make_unique<StderrCopier>(fds[0], protocol::StderrPath(dir));
     try {
       bp::child child(exe, bp::args(args), env,
-                      bp::std_in<bp::null, bp::std_out>(dir + "/" + protocol::kStdoutFile),
+                      bp::std_in<bp::null, bp::std_out>(protocol::StdoutPath(dir)),
                       StderrTo{{}, fds[1]},
                       bp::start_dir(workdir), ChildSetup{});
       ::close(fds[1]);
@@ -186,7 +186,7 @@ class LocalLauncher final : public Launcher {
                                {"host", host_},
                                {"attempt_dir", dir},
                                {"argv", args}};
-      std::ofstream(dir + "/launch.json") << launch.dump(2) << "\n";
+      std::ofstream(protocol::LaunchPath(dir)) << launch.dump(2) << "\n";
       return std::unique_ptr<Job>(
           std::make_unique<LocalJob>(std::move(child), host_, dir, std::move(copier)));
     } catch (const bp::process_error& e) {
@@ -196,7 +196,7 @@ class LocalLauncher final : public Launcher {
   }
 
   void CleanUpStale(const std::string& attempt_dir) override {
-    std::ifstream in(attempt_dir + "/launch.json");
+    std::ifstream in(protocol::LaunchPath(attempt_dir));
     nlohmann::json launch = nlohmann::json::parse(in, nullptr, false);  // may be absent
     if (launch.is_object() &&
         (launch.value("backend", "local") != "local" || launch.value("host", host_) != host_)) {

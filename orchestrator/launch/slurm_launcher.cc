@@ -150,7 +150,7 @@ class SlurmLauncher final : public Launcher {
   const char* name() const override { return "slurm"; }
 
   StatusOr<std::unique_ptr<Job>> Start(const LaunchRequest& request) override {
-    std::string script = request.attempt_dir + "/job.sh";
+    std::string script = protocol::JobScriptPath(request.attempt_dir);
     {
       std::ofstream out(script);
       out << "#!/bin/sh\n# batchlab run " << request.run_id << " attempt " << request.attempt
@@ -188,13 +188,13 @@ class SlurmLauncher final : public Launcher {
     std::string job_id = r.out.substr(0, r.out.find_first_of(";\n"));
     if (job_id.empty()) return UnavailableError("sbatch printed no job id: " + r.out);
     nlohmann::json launch = {{"backend", "slurm"}, {"job_id", job_id}, {"argv", argv}};
-    std::ofstream(request.attempt_dir + "/launch.json") << launch.dump(2) << "\n";
+    std::ofstream(protocol::LaunchPath(request.attempt_dir)) << launch.dump(2) << "\n";
     return std::unique_ptr<Job>(
         std::make_unique<SlurmJob>(job_id, settings_.poll_interval_seconds));
   }
 
   void CleanUpStale(const std::string& attempt_dir) override {
-    std::ifstream in(attempt_dir + "/launch.json");
+    std::ifstream in(protocol::LaunchPath(attempt_dir));
     if (!in) return;
     nlohmann::json launch = nlohmann::json::parse(in, nullptr, false);
     if (!launch.is_object() || launch.value("backend", "") != "slurm") return;
@@ -220,8 +220,8 @@ std::vector<std::string> SbatchArguments(const SlurmLaunchSettings& settings,
       fmt::format("--ntasks-per-node={}", request.ranks_per_node),
       fmt::format("--cpus-per-task={}", cpus),
       fmt::format("--time={}", settings.slurm.time_limit_minutes),
-      "--output=" + request.attempt_dir + "/" + protocol::kStdoutFile,
-      "--error=" + request.attempt_dir + "/" + protocol::kStderrFile,
+      "--output=" + protocol::StdoutPath(request.attempt_dir),
+      "--error=" + protocol::StderrPath(request.attempt_dir),
       "--chdir=" + (request.workdir.empty() ? request.attempt_dir : request.workdir),
       "--export=ALL",
   };

@@ -50,7 +50,7 @@ void AppendWorkerLog(const std::string& worker_dir, const std::string& attempt_d
     std::stringstream text;
     text << in.rdbuf();
     if (text.str().empty()) continue;
-    std::ofstream(attempt_dir + "/stderr.log", std::ios::app)
+    std::ofstream(protocol::StderrPath(attempt_dir), std::ios::app)
         << fmt::format("batchlab: the worker that ran this attempt ended; its {} ({}):\n{}", name,
                        worker_dir, text.str());
   }
@@ -77,13 +77,13 @@ struct Worker {
     }
     return end;
   }
-  bool Ready() const { return fs::exists(dir + "/ready.rank0"); }
+  bool Ready() const { return fs::exists(protocol::WorkerReadyPath(dir, 0)); }
   // Where it runs as the inner launcher last said (Slurm: the allocation's nodes), else "".
   const std::string& host() const { return end.host; }
   void Retire() {
     if (retired) return;
     retired = true;
-    WriteFileAtomically(dir + "/quit", "").IgnoreError();  // the SIGTERM below stops it too
+    WriteFileAtomically(protocol::WorkerQuitPath(dir), "").IgnoreError();  // the SIGTERM below stops it too
     if (!ended) job->Terminate();
   }
   // Every rank's exit code for job n once all have written theirs: the first failure, else
@@ -91,7 +91,7 @@ struct Worker {
   std::optional<int> Done(int n) const {
     std::optional<int> result;
     for (int r = 0; r < world_size; ++r) {
-      auto code = ReadCode(fmt::format("{}/done-{}.rank{}", dir, n, r));
+      auto code = ReadCode(protocol::WorkerDonePath(dir, n, r));
       if (!code) return std::nullopt;
       if (r == 0 || (!protocol::IsFinalExitCode(*code) && protocol::IsFinalExitCode(*result)))
         result = code;
@@ -220,7 +220,7 @@ class Pool final : public Launcher {
   }
 
   void CleanUpStale(const std::string& attempt_dir) override {
-    const nlohmann::json launch = ReadJson(attempt_dir + "/launch.json");
+    const nlohmann::json launch = ReadJson(protocol::LaunchPath(attempt_dir));
     // A local worker's processes are found by its folder; another backend's worker is a job the
     // inner launcher stops from the record Assign copied (Slurm: scancel of its job id).
     if (launch.is_object() && launch.value("backend", "local") == "local" &&
@@ -300,7 +300,7 @@ class Pool final : public Launcher {
   StatusOr<std::unique_ptr<Job>> Assign(const std::shared_ptr<Worker>& w,
                                         const LaunchRequest& request) {
     const int n = w->next++;
-    if (!WriteFileAtomically(fmt::format("{}/job-{}.json", w->dir, n),
+    if (!WriteFileAtomically(protocol::WorkerJobPath(w->dir, n),
                              nlohmann::json{{"config", request.config_path}}.dump() + "\n")
              .ok()) {
       w->Retire();
@@ -315,13 +315,13 @@ class Pool final : public Launcher {
                              {"attempt_dir", request.attempt_dir},
                              {"worker_dir", w->dir},
                              {"worker_job", n}};
-    const nlohmann::json worker_launch = ReadJson(w->dir + "/launch.json");
+    const nlohmann::json worker_launch = ReadJson(protocol::LaunchPath(w->dir));
     if (worker_launch.is_object()) {
       for (const auto& [k, v] : worker_launch.items()) {
         if (!launch.contains(k)) launch[k] = v;
       }
     }
-    std::ofstream(request.attempt_dir + "/launch.json") << launch.dump(2) << "\n";
+    std::ofstream(protocol::LaunchPath(request.attempt_dir)) << launch.dump(2) << "\n";
     return std::unique_ptr<Job>(std::make_unique<WarmJob>(*this, w, n, request));
   }
 

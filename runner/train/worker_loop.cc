@@ -44,8 +44,8 @@ class RunOutput {
 
   void To(const std::string& dir) {
     FlushAll();
-    Redirect(dir + "/" + protocol::kStdoutFile, 1);
-    Redirect(dir + "/" + protocol::kStderrFile, 2);
+    Redirect(protocol::StdoutPath(dir), 1);
+    Redirect(protocol::StderrPath(dir), 2);
   }
   void Back() {
     FlushAll();
@@ -76,17 +76,16 @@ bool Publish(const std::string& path, const std::string& text) {
 int RunWorkerLoop(const std::string& dir, int rank,
                   const std::function<int(const std::string& config_path)>& run_config,
                   const WorkerLoopOptions& options) {
-  const std::string suffix = ".rank" + std::to_string(rank);
-  if (!Publish(dir + "/ready" + suffix, std::to_string(::getpid()) + "\n")) {
+  if (!Publish(protocol::WorkerReadyPath(dir, rank), std::to_string(::getpid()) + "\n")) {
     std::cerr << "batchlab-runner[rank " << rank << "]: --worker: cannot write in " << dir << "\n";
     return 1;
   }
   const pid_t parent = ::getppid();
   RunOutput output;
   for (int n = 1;; ++n) {
-    const std::string job = dir + "/job-" + std::to_string(n) + ".json";
+    const std::string job = protocol::WorkerJobPath(dir, n);
     while (!Exists(job)) {
-      if (Exists(dir + "/quit")) return 0;
+      if (Exists(protocol::WorkerQuitPath(dir))) return 0;
       if (::getppid() != parent) return 1;  // mpirun is gone: nobody will send a job
       std::this_thread::sleep_for(options.poll);
     }
@@ -108,8 +107,7 @@ int RunWorkerLoop(const std::string& dir, int rank,
       output.Back();
       if (::chdir(dir.c_str()) != 0) code = code == 0 ? 1 : code;
     }
-    if (!Publish(dir + "/done-" + std::to_string(n) + suffix,
-                             std::to_string(code) + "\n")) {
+    if (!Publish(protocol::WorkerDonePath(dir, n, rank), std::to_string(code) + "\n")) {
       return 1;  // the orchestrator could not learn the outcome: end, so it sees the worker die
     }
     if (!protocol::IsFinalExitCode(code)) return code;

@@ -84,10 +84,11 @@ class ProtocolParityTest(unittest.TestCase):
         # A quoted attempt-folder file name, or a line kind written as "kind": "...", outside
         # protocol.py is a second declaration that could drift.
         files = [v for c, v in self.constants.items() if c.endswith(("File", "Dir"))]
+        self.assertIn("launch.json", files)
         kinds = [v for c, v in self.constants.items() if c.startswith("kLine")]
         patterns = [rf"""["']{re.escape(v)}["']""" for v in files] + [
             rf"""["']kind["']\s*:\s*["']{re.escape(v)}["']""" for v in kinds]
-        self.assertEqual(len(patterns), 16)
+        self.assertEqual(len(patterns), 19)
         folder = os.path.join(CLIENT, "batchlab")
         checked = 0
         for file in sorted(os.listdir(folder)):
@@ -100,6 +101,36 @@ class ProtocolParityTest(unittest.TestCase):
                 found = re.search(pattern, code)
                 self.assertIsNone(found, f"{file}: {found and found.group(0)} (use protocol.py)")
         self.assertGreaterEqual(checked, 7)
+
+    def test_the_cxx_code_spells_protocol_names_only_through_the_header(self):
+        # The same rule for C++: outside base/run_protocol.h, no string literal is an
+        # attempt-folder or warm-worker file name (alone or after a "/"; a JSON key of the same
+        # spelling, j["checkpoints"], is not one), no outcome's name is compared with or written
+        # as an "outcome", and no line kind is compared with or written as a line's "kind".
+        # Comments may name them; so may a longer message ("cannot write .../config.json").
+        files = [v for c, v in self.constants.items() if c.endswith(("File", "Dir", "Prefix"))]
+        outcomes = [name for name, _, _ in self.outcomes]
+        kinds = [v for c, v in self.constants.items() if c.startswith("kLine")]
+        patterns = [rf'(?<!\[)"/?{re.escape(v)}"(?!\])' for v in files] + [
+            rf'(?:==|!=|"outcome"\]?\s*,)\s*"{re.escape(v)}"' for v in outcomes] + [
+            rf'(?:"kind"\]?\s*(?:==|!=|,)|\bkind\w*\s*(?:==|!=))\s*"{re.escape(v)}"'
+            for v in kinds]
+        checked, found = 0, []
+        for folder in ("analysis", "base", "cli", "orchestrator", "results", "runner"):
+            for root, _, names in os.walk(os.path.join(REPO, folder)):
+                for name in sorted(names):
+                    path = os.path.join(root, name)
+                    if not name.endswith((".cc", ".h")) or path == HEADER:
+                        continue
+                    with open(path, encoding="utf-8") as f:
+                        code = re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read(), flags=re.S)
+                    checked += 1
+                    for pattern in patterns:
+                        found += [f"{os.path.relpath(path, REPO)}: {m.group(0)}"
+                                  for m in re.finditer(pattern, code)]
+        self.assertGreaterEqual(checked, 200)
+        self.assertEqual(found, [], "use the names of base/run_protocol.h")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "base/run_protocol.h"
 #include "orchestrator/spec/expansion.h"
 #include "orchestrator/spec/spec.h"
 #include "results/schema.h"
@@ -416,8 +417,9 @@ TEST_F(SweepExecutorTest, LrSearchRoundsRunOnceAndResumeLikeThePlan) {
 
 TEST_F(SweepExecutorTest, NewAttemptNeverReusesAnExistingFolder) {
   Load(R"({"retries": 0})");
-  const std::string taken = AttemptDir(std::filesystem::absolute(options_.runs_dir).string(), "s",
-                                       plan_.runs[0].id, 1, store_->database_id());
+  const std::string taken = protocol::AttemptDir(
+      std::filesystem::absolute(options_.runs_dir).string(), "s", plan_.runs[0].id, 1,
+      store_->database_id());
   std::filesystem::create_directories(taken);
   std::ofstream(taken + "/metrics.jsonl") << "left by a crash before the attempt was recorded\n";
   SweepOutcome out = Execute();

@@ -42,6 +42,14 @@ RESUME_FILE = "resume.json"        # earlier attempts' folders, newest first
 CHECKPOINT_DIR = "checkpoints"     # step-<8 digits>.rank-<r>.ckpt
 RANK_PLACE_PREFIX = "place.rank"   # <prefix><r>.json: where rank r ran (built-in runner)
 BRANCH_FROM_FILE = "branch_from.json"  # a branch run: its trunk's attempt folders
+LAUNCH_FILE = "launch.json"        # the launcher's record of how it started the attempt
+JOB_SCRIPT_FILE = "job.sh"         # the sbatch script (Slurm launcher)
+
+# A warm worker's folder (the built-in runner's; listed for completeness).
+WORKER_READY_PREFIX = "ready.rank"
+WORKER_JOB_PREFIX = "job-"
+WORKER_DONE_PREFIX = "done-"
+WORKER_QUIT_FILE = "quit"
 
 # Kinds of metrics lines.
 LINE_START = "start"
