@@ -156,10 +156,15 @@ class ThreeEstimatesTest(StudyTest):
             local[name] = (cbs["value"], cbs_truth)
 
         # Zhang et al.'s ordering of the from-scratch critical batch: SGD < momentum <
-        # preconditioned, in the truths and in the estimates.
+        # preconditioned, in the truths and in the estimates (3-4x apart).
         estimates, truths = [crit[n][0] for n in OPTIMIZERS], [crit[n][1] for n in OPTIMIZERS]
         self.assertEqual(truths, sorted(truths), crit)
         self.assertEqual(estimates, sorted(estimates), crit)
+        # The local critical batch at step 100 (each trunk at its own best LR at B0) orders the
+        # same way in truth; the SGD and momentum estimates lie within each other's intervals,
+        # so only the truths' order and each interval holding its truth are asserted.
+        truths = [local[n][1] for n in OPTIMIZERS]
+        self.assertEqual(truths, sorted(truths), local)
 
 
 if __name__ == "__main__":
