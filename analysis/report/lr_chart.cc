@@ -42,10 +42,11 @@ std::optional<Chart> LrLawChart(const Study& s) {
   layers.push_back({{"name", "intervals"},
                     {"data", {{"values", points}}},
                     {"mark", {{"type", "rule"}}},
-                    {"encoding", {{"x", x},
-                                  {"y", Quant("low", "learning rate", true)},
-                                  {"y2", {{"field", "high"}}},
-                                  {"color", ColorByBatch(s)}}}});
+                    {"encoding",
+                     {{"x", x},
+                      {"y", Quant("low", "learning rate", true)},
+                      {"y2", {{"field", "high"}}},
+                      {"color", ColorByBatch(s)}}}});
   if (law->fitted) {
     json line = json::array();
     for (const BestLr& b : law->per_batch) {
