@@ -241,7 +241,7 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       } else {
         const CritSection crit = AnalyzeCrit(target, GnsSection{}, o);
         RecommendationSection r = AnalyzeRecommendation(target, crit, p, prefer);
-        r.lr = LrRecommendation(AnalyzeLr(sweep, target, o), r.ChosenMeasured().choice.batch_size);
+        SetRecommendationLrs(AnalyzeLr(sweep, target, o), &r);
         j["recommendation"] = RecommendationJson(r);
         headline = RecommendationLines(r);
         tables = {RecommendationTable(r)};

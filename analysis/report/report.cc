@@ -131,7 +131,7 @@ std::vector<Table> StudyTables(const Study& s) {
     for (const Table& t : LrTables(s.lr)) out.push_back(t);
   }
   if (!s.cbs.points.empty()) {
-    for (const Table& t : CbsTables(s.cbs)) out.push_back(t);
+    for (const Table& t : CbsTables(s.cbs, /*questions=*/false)) out.push_back(t);
   }
   return out;
 }

@@ -14,6 +14,7 @@
 
 #include "analysis/data/table.h"
 #include "analysis/report/chart_encoding.h"
+#include "analysis/report/lr_chart.h"
 #include "analysis/report/run_charts.h"
 #include "analysis/report/target_charts.h"
 #include "base/run_protocol.h"
@@ -138,6 +139,7 @@ std::vector<Chart> StudyCharts(const Study& s) {
                  {protocol::kMetricTestAccuracy, "Test accuracy per run", "test accuracy", false}));
   add(CurveChart(s, {"lr", "Learning rate used per run (the lr metric)", "learning rate", false}));
   add(charts::GnsChart(s));
+  add(charts::LrLawChart(s));
   add(charts::ScalingChart(s));
   add(charts::ProjectionChart(s));
   return out;

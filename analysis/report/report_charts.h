@@ -33,7 +33,7 @@ struct Chart {
 };
 
 // The charts the study has data for, in report order: steps to target, Pareto, loss, test loss,
-// test accuracy, learning rate, B_simple, strong scaling, projection.
+// test accuracy, learning rate, B_simple, the LR law, strong scaling, projection.
 std::vector<Chart> StudyCharts(const Study& study);
 
 }  // namespace batchlab::analysis

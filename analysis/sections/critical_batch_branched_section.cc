@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "analysis/estimators/gradient_noise.h"
+#include "analysis/sections/estimate_questions.h"
 
 namespace batchlab::analysis {
 namespace {
@@ -76,7 +77,7 @@ CbsSection AnalyzeCbs(const SweepData& sweep, const CbsSectionOptions& options) 
   return s;
 }
 
-std::vector<Table> CbsTables(const CbsSection& s) {
+std::vector<Table> CbsTables(const CbsSection& s, bool questions) {
   Table curve{"cbs_over_training",
               "Critical batch size over training (branch study)",
               {"trunk", "at_step", "samples_seen", "B0", "b_crit", "b_crit_low", "b_crit_high",
@@ -125,6 +126,9 @@ std::vector<Table> CbsTables(const CbsSection& s) {
       "the point (McCandlish et al. 2018).",
       s.tolerance, s.metric));
   for (const std::string& p : s.problems) curve.notes.push_back("not estimated: " + p);
+  if (questions) {
+    for (const std::string& n : EstimateQuestionNotes()) curve.notes.push_back(n);
+  }
   std::vector<Table> out = {curve, per_k};
   if (s.schedule) {
     Table sched{"cbs_schedule", "Recommended batch-size schedule", {"from_samples", "batch_size"}, {}, {}};

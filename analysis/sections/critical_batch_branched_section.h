@@ -46,7 +46,9 @@ struct CbsSection {
 };
 
 CbsSection AnalyzeCbs(const SweepData& sweep, const CbsSectionOptions& options);
-std::vector<Table> CbsTables(const CbsSection& s);
+// `questions`: end the curve's notes with which question each critical-batch number answers
+// (estimate_questions.h; the report, which prints them under the from-scratch fit, passes false).
+std::vector<Table> CbsTables(const CbsSection& s, bool questions = true);
 nlohmann::json CbsJson(const CbsSection& s);
 // One-sentence readings: the curve, and the schedule's saving.
 std::vector<std::string> CbsLines(const CbsSection& s);

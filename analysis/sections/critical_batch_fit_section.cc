@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "analysis/sections/estimate_questions.h"
 #include "analysis/sections/section_format.h"
 
 namespace batchlab::analysis {
@@ -65,6 +66,7 @@ std::vector<Table> CritTables(const CritSection& crit) {
     fit.notes.push_back("Not fitted: " + crit.status.message());
     if (crit.b_simple)
       fit.notes.push_back("B_simple (median over runs) = " + ProseNumber(*crit.b_simple));
+    for (const std::string& n : EstimateQuestionNotes()) fit.notes.push_back(n);
     return {fit};
   }
   const CritFit& f = crit.fit;
@@ -108,6 +110,7 @@ std::vector<Table> CritTables(const CritSection& crit) {
         "McCandlish et al. report that B_simple predicts B_crit within about an order of "
         "magnitude (ratio between 0.1 and 10).");
   }
+  for (const std::string& n : EstimateQuestionNotes()) fit.notes.push_back(n);
   Table res{"critical_batch_residuals",
             "Fit residuals and regions",
             {"batch_size", "steps", "fitted", "relative_residual", "region"},

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/sections/recommendation.h"
+
 namespace batchlab::analysis {
 namespace {
 
@@ -195,6 +197,17 @@ std::string LrRecommendation(const LrSection& s, int64_t batch) {
                        FormatNumber(smallest->lr.value * std::sqrt(ratio)));
   }
   return fmt::format("LR for B={}: {} ({}){}.", batch, lr, law_text, rule);
+}
+
+void SetRecommendationLrs(const LrSection& s, RecommendationSection* r) {
+  if (r->measured.empty()) return;
+  if (r->ChosenMeasured().status.ok()) {
+    r->lr = LrRecommendation(s, r->ChosenMeasured().choice.batch_size);
+  }
+  if (!r->projected.empty() && r->ChosenProjected().status.ok()) {
+    const std::string lr = LrRecommendation(s, r->ChosenProjected().choice.batch_size);
+    if (!lr.empty()) r->projected_lr = "Projection: " + lr;
+  }
 }
 
 }  // namespace batchlab::analysis

@@ -42,6 +42,12 @@ std::vector<std::string> LrLines(const LrSection& s);
 // would give 0.8." Empty without a law (then the rule the user typed stands, unmeasured).
 std::string LrRecommendation(const LrSection& s, int64_t batch);
 
+struct RecommendationSection;  // recommendation.h
+// Sets r's LR sentences from the main law: `lr` for the measured choice's batch and
+// `projected_lr` for the projected choice's ("Projection: LR for B=...: ..., from the measured
+// law"), each empty without a law or without that choice — then the rule the user typed stands.
+void SetRecommendationLrs(const LrSection& s, RecommendationSection* r);
+
 }  // namespace batchlab::analysis
 
 #endif  // BATCHLAB_ANALYSIS_SECTIONS_LR_LAW_SECTION_H_

@@ -285,6 +285,7 @@ std::vector<std::string> RecommendationLines(const RecommendationSection& s) {
   if (!crit.empty()) out.push_back(crit);
   if (!s.lr.empty()) out.push_back(s.lr);
   out.push_back(RecommendationSentence(s.ChosenProjected()));
+  if (!s.projected_lr.empty()) out.push_back(s.projected_lr);
   return out;
 }
 
@@ -325,6 +326,7 @@ nlohmann::json RecommendationJson(const RecommendationSection& s) {
                       {"measured", OneJson(s.ChosenMeasured())},
                       {"projected", OneJson(s.ChosenProjected())}};
   if (!s.lr.empty()) j["lr"] = s.lr;
+  if (!s.projected_lr.empty()) j["projected_lr"] = s.projected_lr;
   j["all"] = nlohmann::json::array();
   for (const auto* group : {&s.measured, &s.projected}) {
     for (const Recommendation& r : *group) j["all"].push_back(OneJson(r));

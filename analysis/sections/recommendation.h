@@ -114,6 +114,8 @@ struct RecommendationSection {
   // The LR that goes with the chosen batch, from the measured LR law (lr_law_section.h,
   // LrRecommendation); empty when the study measured none.
   std::string lr;
+  // The same for the projected choice's batch ("Projection: LR for B=..."; SetRecommendationLrs).
+  std::string projected_lr;
 
   const Recommendation& ChosenMeasured() const { return measured[static_cast<int>(prefer)]; }
   const Recommendation& ChosenProjected() const { return projected[static_cast<int>(prefer)]; }

@@ -38,10 +38,7 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
     s.pareto = AnalyzePareto(s.target);  // points into s.target, which no longer moves here
     s.recommendation = AnalyzeRecommendation(s.target, s.crit, s.projection, prefer);
     s.lr = AnalyzeLr(sweep, s.target, options);
-    if (!s.recommendation.measured.empty()) {
-      s.recommendation.lr =
-          LrRecommendation(s.lr, s.recommendation.ChosenMeasured().choice.batch_size);
-    }
+    SetRecommendationLrs(s.lr, &s.recommendation);
     s.sync = AnalyzeSync(sweep, s.target.hits, s.target.target);
   } else {
     s.target_status = target.status();

@@ -7,6 +7,9 @@
 #include <cstdio>
 
 #include "analysis/estimators/lr_law.h"
+#include "analysis/report/lr_chart.h"
+#include "analysis/sections/lr_law_section.h"
+#include "analysis/sections/recommendation.h"
 #include "tests/analysis/planted_lr.h"
 
 namespace batchlab::analysis {
@@ -114,6 +117,86 @@ TEST(LrLaw, SeedsThatMissTheTargetDisqualifyAnLrAndNoTrialIsAnError) {
   ASSERT_TRUE(laws.ok());
   EXPECT_EQ(laws->front().per_batch[0].grid_lr, 0.01);  // 0.02 (50 steps once) is not a candidate
   EXPECT_FALSE(EstimateLrLaws({}, Options()).ok());
+}
+
+// The report's section on a planted square-root law: the recommendation's LR for the measured
+// and the projected choice come from the law (each batch's measured best where it has one), and
+// the chart draws every best LR with its interval and the law through the fitted batches.
+LrSection PlantedSection() {
+  auto planted = [](double b) { return 0.023 * std::sqrt(b / 32); };
+  auto laws = EstimateLrLaws(PlantedLrTrials(planted, kBatches, 3, 0.03, 7), Options());
+  LrSection s;
+  s.path = "lr.base";
+  s.target = "test_accuracy>=0.85";
+  s.varied = true;
+  if (laws.ok()) s.laws = *laws;
+  return s;
+}
+
+TEST(LrLawSection, RecommendationAndProjectionUseTheMeasuredLaw) {
+  const LrSection s = PlantedSection();
+  ASSERT_NE(s.MainLaw(), nullptr);
+  RecommendationSection r;
+  r.prefer = Preference::kBalanced;
+  for (int i = 0; i < 3; ++i) {
+    Recommendation m, p;
+    m.choice.batch_size = 256;   // measured, an interior best LR there
+    p.choice.batch_size = 2048;  // projected past the batches measured: the law's value
+    r.measured.push_back(m);
+    r.projected.push_back(p);
+  }
+  SetRecommendationLrs(s, &r);
+  const BestLr& at256 = s.MainLaw()->per_batch[3];
+  ASSERT_EQ(at256.batch_size, 256);
+  EXPECT_EQ(r.lr.rfind("LR for B=256: " + FormatNumber(at256.lr.value) + " [", 0), 0u) << r.lr;
+  EXPECT_NE(r.lr.find("measured at this batch size"), std::string::npos) << r.lr;
+  const std::string projected =
+      "Projection: LR for B=2048: " + FormatNumber(*s.MainLaw()->LrAt(2048)) +
+      " from the measured law (η_opt = ";
+  EXPECT_EQ(r.projected_lr.rfind(projected, 0), 0u) << r.projected_lr;
+  EXPECT_NE(r.projected_lr.find("the linear rule would give"), std::string::npos);
+  const std::vector<std::string> lines = RecommendationLines(r);
+  EXPECT_EQ(lines.back(), r.projected_lr);
+  EXPECT_EQ(RecommendationJson(r)["projected_lr"], r.projected_lr);
+
+  LrSection none;  // no law: the rule the user typed stands, and nothing is claimed
+  RecommendationSection r2 = r;
+  r2.lr.clear();
+  r2.projected_lr.clear();
+  SetRecommendationLrs(none, &r2);
+  EXPECT_TRUE(r2.lr.empty());
+  EXPECT_TRUE(r2.projected_lr.empty());
+}
+
+TEST(LrLawSection, TheChartDrawsEveryBestLrWithItsIntervalAndTheLaw) {
+  Study study;
+  study.lr = PlantedSection();
+  const LrLaw& law = *study.lr.MainLaw();
+  std::optional<Chart> c = charts::LrLawChart(study);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->id, "lr_law");
+  EXPECT_EQ(c->reading, law.reading);
+  std::map<std::string, nlohmann::json> layers;
+  for (const nlohmann::json& l : c->spec["layer"]) layers[l["name"].get<std::string>()] = l;
+  ASSERT_EQ(layers.count("points"), 1u);
+  ASSERT_EQ(layers.count("law"), 1u);
+  const nlohmann::json& points = layers["points"]["data"]["values"];
+  ASSERT_EQ(points.size(), law.per_batch.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    const BestLr& b = law.per_batch[i];
+    EXPECT_EQ(points[i]["batch_size"], b.batch_size);
+    EXPECT_EQ(points[i]["lr"], b.lr.value);
+    EXPECT_EQ(points[i]["low"], b.lr.low);
+    EXPECT_EQ(points[i]["high"], b.lr.high);
+    EXPECT_TRUE(points[i]["filled"].get<bool>());
+  }
+  const nlohmann::json& line = layers["law"]["data"]["values"];
+  ASSERT_EQ(line.size(), law.per_batch.size());
+  for (const nlohmann::json& v : line) {
+    EXPECT_EQ(v["lr"], *law.LrAt(v["batch_size"].get<int64_t>()));
+  }
+  Study none;  // no LR varied: no chart
+  EXPECT_FALSE(charts::LrLawChart(none).has_value());
 }
 
 }  // namespace

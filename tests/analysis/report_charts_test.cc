@@ -60,7 +60,7 @@ class ReportChartsTest : public ::testing::Test {
 TEST_F(ReportChartsTest, HasEveryChartInOrderWithAReading) {
   const std::vector<std::string> want = {
       "steps_to_target", "pareto", "curve_loss", "curve_test_loss", "curve_test_accuracy",
-      "curve_lr",        "gns",    "scaling",    "projection"};
+      "curve_lr",        "gns",    "lr_law",     "scaling",    "projection"};
   std::vector<std::string> got;
   for (const Chart& c : StudyCharts(*study_)) got.push_back(c.id);
   EXPECT_EQ(got, want);
@@ -73,6 +73,19 @@ TEST_F(ReportChartsTest, HasEveryChartInOrderWithAReading) {
       charts_.at("steps_to_target").reading.find(ProseNumber(study_->crit.fit.b_crit.value)),
       std::string::npos)
       << charts_.at("steps_to_target").reading;
+}
+
+TEST_F(ReportChartsTest, TheLrChartDrawsBestLrsAtTheGridsEdgeOpenAndNoLaw) {
+  // lr.base 0.05 and 0.1, 0.1 fastest at every batch size: every best at the upper edge.
+  EXPECT_EQ(Layer("lr_law", "points")["transform"][0]["filter"], "datum.filled");
+  const json& values = Layer("lr_law", "edge_points")["data"]["values"];
+  ASSERT_FALSE(values.empty());
+  for (const json& v : values) {
+    EXPECT_FALSE(v["filled"].get<bool>());
+    EXPECT_DOUBLE_EQ(v["lr"].get<double>(), 0.1);  // exp(ln 0.1): within 4 ulps
+    EXPECT_EQ(v["where"], "optimum at or above the largest LR tried");
+  }
+  for (const json& l : charts_.at("lr_law").spec["layer"]) EXPECT_NE(l["name"], "law");
 }
 
 TEST_F(ReportChartsTest, StepsChartDrawsReachedAndNotReachedRuns) {

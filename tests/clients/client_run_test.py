@@ -95,6 +95,22 @@ class MetricLinesTest(TempDirTest):
             for _ in run.steps():
                 pass
 
+    def test_log_noise_puts_a_programs_own_measurement_on_the_step_line(self):
+        run = make_run(self, gns={"every_steps": 2}, budget={"steps": 4},
+                       lr={"base": 0.1, "base_batch_size": 64})
+        for step in run.steps():
+            if run.measuring:
+                run.log_noise(32, 3.5 + step, 1.25 * step)
+            run.log_step(1.0)
+        run.finish(exit=False)
+        steps = [l for l in self.read_lines() if l["kind"] == "step"]
+        self.assertNotIn("gns_b_small", steps[0])
+        self.assertEqual([(l["gns_b_small"], l["gns_b_big"], l["gns_sq_small"], l["gns_sq_big"])
+                          for l in steps[1::2]], [(32, 64, 5.5, 2.5), (32, 64, 7.5, 5.0)])
+        run = make_run(self, metrics_path=self.path("other.jsonl"))
+        with self.assertRaisesRegex(ValueError, "b_small < the batch 64"):
+            run.log_noise(64, 1.0, 1.0)
+
 
 class DecisionsTest(TempDirTest):
     def run_losses(self, losses, **overrides):

@@ -993,6 +993,20 @@ class Run:
         from . import ddp
         ddp.watch(self, model)
 
+    def log_noise(self, b_small, sq_small, sq_big):
+        """This step's gradient-noise measurement from a program's own gradients (no torch
+        needed), on one rank: the mean squared norm `sq_small` of gradients at batch `b_small`
+        and the squared norm `sq_big` of their mean at this step's batch, both at the step's
+        parameters (the "micro" source of docs/methods.md §1). Call it on measured steps
+        (run.measuring), before log_step, which writes it into the step line."""
+        batch = self.batch_size_at(self.step + 1)
+        if self.world_size != 1 or not 0 < b_small < batch:
+            raise ValueError(f"batchlab: run.log_noise needs one rank and 0 < b_small < the "
+                             f"batch {batch}; got b_small {b_small} on {self.world_size} ranks")
+        self._gns = {"source": "micro", "b_small": b_small, "b_big": batch,
+                     "sq_small": _number("sq_small", sq_small),
+                     "sq_big": _number("sq_big", sq_big)}
+
     @property
     def measuring(self):
         """Whether the step in progress measures the gradient noise (every gns.every_steps)."""
