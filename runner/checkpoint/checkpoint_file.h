@@ -36,7 +36,8 @@
 
 namespace batchlab::runner {
 
-inline constexpr int kCheckpointFormat = 1;
+// 2: the data cursor is global (elastic resume); 1: one data shard per rank (still read).
+inline constexpr int kCheckpointFormat = 2;
 
 // Why a checkpoint file cannot be used (truncated, checksum, another run, newer format, ...).
 class CheckpointRejected : public std::runtime_error {

@@ -33,6 +33,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr uint64_t kBranchOrderSalt = 0xb4a9c4;
+// The re-deal is of the global order, the same on every rank (format 1 dealt each rank's shard
+// with stream rank + 1; one rank's stream 1 is kept, so a one-rank branch deals as before).
+constexpr uint64_t kBranchOrderStream = 1;
 
 }  // namespace
 
@@ -73,6 +76,11 @@ void Trainer::MaybeStartBranch() {
       }
       if (file->header.value("step", int64_t{-1}) != br.at_step) {
         throw CheckpointRejected("its step differs from its name");
+      }
+      if (file->header.value("format", 0) < 2 && world_ > 1) {
+        throw CheckpointRejected(
+            "it is of format 1 (one data shard per rank), which a branch does not rebuild; "
+            "run the trunk again with this batchlab");
       }
       break;
     } catch (const CheckpointRejected& e) {
@@ -119,7 +127,7 @@ void Trainer::MaybeStartBranch() {
   const bool trunk_seed = s.value("seed", int64_t{-1}) == config_.seed;
   if (!trunk_seed && position < order.numel()) {
     at::Generator gen = at::detail::createCPUGenerator(
-        DeriveSeed(static_cast<uint64_t>(config_.seed), static_cast<uint64_t>(rank_) + 1,
+        DeriveSeed(static_cast<uint64_t>(config_.seed), kBranchOrderStream,
                    kBranchOrderSalt ^ static_cast<uint64_t>(br.at_step)));
     torch::Tensor rest = order.narrow(0, position, order.numel() - position);
     rest.copy_(rest.index_select(0, torch::randperm(rest.numel(), gen, torch::kInt64)));

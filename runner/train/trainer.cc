@@ -127,11 +127,11 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   schedule_ = config_.batch_schedule;
   schedule_.first_batch = config_.batch_size;
   for (size_t i = 0; i < schedule_.batch_sizes.size(); ++i) {
-    if (schedule_.batch_sizes[i] / world_ > sampler_->shard_size()) {
+    if (schedule_.batch_sizes[i] / world_ * shards > sampler_->epoch_rows()) {
       throw BadConfig(fmt::format(
-          "batch_schedule.batch_sizes[{}]: a local batch of {} is larger than this rank's shard "
-          "of {} training samples; use a smaller batch size or fewer ranks",
-          i, schedule_.batch_sizes[i] / world_, sampler_->shard_size()));
+          "batch_schedule.batch_sizes[{}]: a batch of {} is larger than the {} training "
+          "samples; use a smaller batch size",
+          i, schedule_.batch_sizes[i] / world_ * shards, sampler_->epoch_rows()));
     }
   }
   batch_ = config_.batch_size;
@@ -142,7 +142,7 @@ Trainer::Trainer(const RunConfig& config, const Dataset& data, Communicator* com
   const run_values::Budget budget{b.epochs, b.steps, b.samples, b.seconds};
   total_steps_ = schedule_.constant()
                      ? run_values::TotalSteps(budget, samples_per_step_, spe)
-                     : run_values::TotalSteps(budget, schedule_, sampler_->shard_size() * shards);
+                     : run_values::TotalSteps(budget, schedule_, sampler_->epoch_rows());
 
   auto lr_for = [&](int64_t batch) {
     return std::make_unique<run_values::LrSchedule>(

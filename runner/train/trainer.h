@@ -194,8 +194,23 @@ class Trainer {
   void MaybeStartBranch();
   NamedTensors StateTensors();
   nlohmann::json StateScalars() const;
-  void RestoreState(const CheckpointFile& file);
-  std::string ConfigHash() const;
+  // `file` is this rank's shard of the checkpoint (or, written by other ranks, rank
+  // rank_ mod K's); `format1_orders` every rank's shard order of a format-1 checkpoint (K > 1).
+  void RestoreState(const CheckpointFile& file, const std::vector<torch::Tensor>& format1_orders);
+  // Elastic resume (trainer_checkpoint.cc): reads the shard this rank continues from, checked
+  // against the run; throws CheckpointRejected, or BadConfig when the sync mode cannot re-shard.
+  CheckpointFile ReadResumeShard(const std::string& dir, int64_t step, std::string* path,
+                                 std::vector<torch::Tensor>* format1_orders) const;
+  // Restores the data cursor of `file` (format 2: global; format 1: rebuilt from the shards).
+  void RestoreDataCursor(const CheckpointFile& file,
+                         const std::vector<torch::Tensor>& format1_orders);
+  // The hash a checkpoint of `format` holds: the config without the run's identity and files,
+  // and (format 2) without how it is split (nodes, ranks_per_node, world_size, the local and
+  // micro batch sizes).
+  std::string ConfigHash(int format = kCheckpointFormat) const;
+  // `path` checked against this run (its config hash of the file's format); throws
+  // CheckpointRejected.
+  CheckpointFile ReadOfThisRun(const std::string& path) const;
 
   const RunConfig& config_;
   const Dataset& data_;

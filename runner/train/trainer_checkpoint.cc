@@ -12,6 +12,18 @@
 // and the sync mode's state, which its StepExchange saves and restores (sync/step_exchange.h;
 // lag: the averaged gradient in flight; local_sgd: the last average).
 // The LR schedule is a function of the step and needs nothing of its own.
+//
+// Elastic resume (format 2, docs/protocol.md "Elastic resume"): a checkpoint written by K ranks
+// goes on at K'. Parameters, buffers, the optimizer state and the data cursor are the same in
+// every shard (the cursor is global: shard_sampler.h), so rank r' reads its own rank's shard when
+// the checkpoint has one and rank r' mod K's otherwise. Random state: rank r' < K takes rank r''s
+// generator; a rank the checkpoint had none for (r' >= K) seeds a new stream from (seed, r', step),
+// one no other rank draws from. The built-in models draw nothing random while training, so the run
+// at K' continues the K-rank run up to the reduction order; a model with dropout keeps
+// independent masks per rank, as a run started at K' has. Modes whose ranks hold different
+// states (local_sgd between averages, async_ps, backup) cannot re-shard: BadConfig naming nodes.
+// A format-1 checkpoint (per-rank shards of the data) resumes at its own K only; its data cursor
+// is rebuilt as the global order that reads the same rows (ShardSampler::GlobalOrderOfShards).
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +49,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
+
+// The generator stream of a rank a re-sharded checkpoint had no generator for.
+constexpr uint64_t kElasticStreamSalt = 0xe1a5;
 
 double SecondsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -220,11 +235,41 @@ bool Trainer::CheckpointDue() const {
   return c.every_seconds > 0 && progress_.elapsed - last_checkpoint_seconds_ >= c.every_seconds;
 }
 
-std::string Trainer::ConfigHash() const {
+std::string Trainer::ConfigHash(int format) const {
   json c = RunConfigToJson(config_);
   for (const char* key : {"run_id", "attempt", "metrics_path", "checkpoint"}) c.erase(key);
+  if (format >= 2) {
+    // How the run is split is not part of it: a checkpoint goes on at another rank count.
+    for (const char* key :
+         {"nodes", "ranks_per_node", "world_size", "local_batch_size", "micro_batch_size"}) {
+      c.erase(key);
+    }
+  }
   const std::string text = c.dump();
   return fmt::format("{:016x}", Fnv1a64(text.data(), text.size()));
+}
+
+CheckpointFile Trainer::ReadOfThisRun(const std::string& path) const {
+  try {
+    return ReadCheckpointFile(path, config_.run_id, ConfigHash());
+  } catch (const CheckpointRejected& first) {
+    // A format-1 file hashed the split too: checked at the rank count that wrote it.
+    std::optional<CheckpointFile> old;
+    try {
+      old = ReadCheckpointFile(path, config_.run_id, /*config_hash=*/"");
+    } catch (const CheckpointRejected&) {
+      throw first;
+    }
+    if (old->header.value("format", 0) >= 2) throw first;
+    const int written_by = old->header.value("world_size", 0);
+    if (written_by != world_) {
+      throw CheckpointRejected(fmt::format(
+          "it was written by {} ranks in format 1, which resumes only at the rank count that "
+          "wrote it (elastic resume needs format 2)", written_by));
+    }
+    if (old->header.value("config_hash", std::string()) != ConfigHash(1)) throw first;
+    return std::move(*old);
+  }
 }
 
 json Trainer::StateScalars() const {
@@ -326,7 +371,26 @@ void Trainer::PruneCheckpoints() {
   }
 }
 
-void Trainer::RestoreState(const CheckpointFile& file) {
+void Trainer::RestoreDataCursor(const CheckpointFile& file,
+                                const std::vector<torch::Tensor>& format1_orders) {
+  const json& s = file.header.at("state");
+  const int64_t position = s.at("sampler_position").get<int64_t>();
+  const int64_t epoch = s.at("sampler_epoch").get<int64_t>();
+  if (file.header.value("format", 0) >= 2 || format1_orders.size() <= 1) {
+    // Global (format 2), or format 1 at one rank: its shard is the whole order.
+    sampler_->Restore(file.Tensor("sampler.order"), position, epoch);
+    return;
+  }
+  const int64_t next_step = s.at("step").get<int64_t>() + 1;
+  const int64_t batch = schedule_.constant() ? config_.batch_size : schedule_.At(next_step).batch;
+  const int64_t local = batch / world_;
+  const torch::Tensor order = ShardSampler::GlobalOrderOfShards(
+      format1_orders, position, local, sampler_->epoch_rows());
+  sampler_->Restore(order, position * world_, epoch);
+}
+
+void Trainer::RestoreState(const CheckpointFile& file,
+                           const std::vector<torch::Tensor>& format1_orders) {
   const json& s = file.header.at("state");
   if (s.value("sync", std::string()) != config_.comm.sync) {
     throw CheckpointRejected("it was written under another comm.sync");
@@ -339,17 +403,30 @@ void Trainer::RestoreState(const CheckpointFile& file) {
   }
   for (auto& b : model_->named_buffers()) b.value().copy_(file.Tensor("buffer." + b.key()));
   RestoreOptimizerState(*optimizer_, params_, file);
-  sampler_->Restore(file.Tensor("sampler.order"), s.at("sampler_position").get<int64_t>(),
-                    s.at("sampler_epoch").get<int64_t>());
+  RestoreDataCursor(file, format1_orders);
+  // This rank's generator when the checkpoint has one (the shard is its own rank's), else a
+  // stream of its own (see the top of this file).
+  const bool own_stream = file.header.value("rank", -1) == rank_;
+  const uint64_t fresh = DeriveSeed(static_cast<uint64_t>(config_.seed),
+                                    static_cast<uint64_t>(rank_) + 1,
+                                    kElasticStreamSalt ^ s.at("step").get<uint64_t>());
   {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(file.Tensor("rng.cpu"));
+    if (own_stream) {
+      gen.set_state(file.Tensor("rng.cpu"));
+    } else {
+      gen.set_current_seed(fresh);
+    }
   }
-  if (device_.is_cuda() && file.Has("rng.cuda")) {
+  if (device_.is_cuda()) {
     at::Generator gen = DefaultGenerator(device_);
     std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(file.Tensor("rng.cuda"));
+    if (own_stream && file.Has("rng.cuda")) {
+      gen.set_state(file.Tensor("rng.cuda"));
+    } else if (!own_stream) {
+      gen.set_current_seed(fresh + 1);
+    }
   }
   if (scaler_ && s.contains("loss_scaler") && s.at("loss_scaler").is_object()) {
     const json& l = s.at("loss_scaler");
@@ -375,20 +452,72 @@ void Trainer::RestoreState(const CheckpointFile& file) {
                               std::chrono::duration<double>(p.elapsed));
 }
 
+CheckpointFile Trainer::ReadResumeShard(const std::string& dir, int64_t step, std::string* path,
+                                        std::vector<torch::Tensor>* format1_orders) const {
+  auto shard = [&](int rank) {
+    return (fs::path(dir) / protocol::CheckpointShardName(step, rank)).string();
+  };
+  *path = shard(rank_);
+  std::error_code ec;
+  // Fewer ranks wrote it: rank 0's shard says how many.
+  if (!fs::exists(*path, ec)) *path = shard(0);
+  CheckpointFile file = ReadOfThisRun(*path);
+  const int written_by = file.header.value("world_size", 0);
+  if (file.header.value("step", int64_t{-1}) != step || written_by < 1) {
+    throw CheckpointRejected("its world size or step differs from its name");
+  }
+  if (rank_ < written_by && file.header.value("rank", -1) != rank_) {
+    throw CheckpointRejected(fmt::format("rank {}'s shard of it is missing", rank_));
+  }
+  if (rank_ >= written_by && rank_ % written_by != file.header.value("rank", -1)) {
+    *path = shard(rank_ % written_by);
+    file = ReadOfThisRun(*path);
+    if (file.header.value("world_size", 0) != written_by) {
+      throw CheckpointRejected("its shards disagree on the world size");
+    }
+  }
+  const int format = file.header.value("format", 0);
+  format1_orders->clear();
+  if (written_by != world_) {
+    if (format < 2) {  // ReadOfThisRun refused it already
+      throw CheckpointRejected("format 1 resumes only at the rank count that wrote it");
+    }
+    const json& s = file.header.at("state");
+    const std::string sync = s.value("sync", std::string());
+    const bool between_averages =
+        sync == "local_sgd" && s.value("last_average", int64_t{0}) != step;
+    if (sync == "async_ps" || sync == "backup" || between_averages) {
+      throw BadConfig(fmt::format(
+          "nodes: the checkpoint at step {} was written by {} ranks and this run has {}; comm.sync "
+          "\"{}\" keeps a different state on every rank{} that cannot be re-sharded: resume at "
+          "nodes = {}",
+          step, written_by, world_, sync,
+          between_averages ? " between averages (its last at step " +
+                                 std::to_string(s.value("last_average", int64_t{0})) + ")"
+                           : "",
+          written_by));
+    }
+  } else if (format < 2 && world_ > 1) {
+    // Format 1 held each rank's own data shard: the global cursor needs all of them.
+    for (int r = 0; r < world_; ++r) {
+      format1_orders->push_back(
+          r == rank_ ? file.Tensor("sampler.order")
+                     : ReadOfThisRun(shard(r)).Tensor("sampler.order"));
+    }
+  }
+  return file;
+}
+
 void Trainer::MaybeResume() {
   if (resume_from_.empty() || !CheckpointsEnabled()) return;
-  const std::string run_id = config_.run_id, hash = ConfigHash();
   json rejected = json::array();
   for (const Candidate& c : CandidatesOf(resume_from_)) {
-    const std::string path =
-        (fs::path(c.dir) / protocol::CheckpointShardName(c.step, rank_)).string();
+    std::string path = (fs::path(c.dir) / protocol::CheckpointShardName(c.step, rank_)).string();
     std::optional<CheckpointFile> file;
+    std::vector<torch::Tensor> format1_orders;
     std::string reason;
     try {
-      file = ReadCheckpointFile(path, run_id, hash);
-      if (file->header.value("world_size", 0) != world_ || file->header.value("step", -1) != c.step) {
-        throw CheckpointRejected("its world size or step differs from its name");
-      }
+      file = ReadResumeShard(c.dir, c.step, &path, &format1_orders);
     } catch (const CheckpointRejected& e) {
       reason = e.what();
       file.reset();
@@ -402,7 +531,7 @@ void Trainer::MaybeResume() {
     }
     if (bad == 0) {
       try {
-        RestoreState(*file);
+        RestoreState(*file, format1_orders);
       } catch (const std::exception& e) {
         // The file passed every check but does not fit this model: the run cannot continue
         // from a half-restored state.
@@ -413,11 +542,15 @@ void Trainer::MaybeResume() {
       resumed_step_ = step_;
       if (metrics_ != nullptr) {
         metrics_->set_next_seq(file->header.at("state").at("next_seq").get<int64_t>());
-        metrics_->Write({{"kind", protocol::kLineResume},
-                         {"step", step_},
-                         {"from_attempt", c.attempt},
-                         {"file", path},
-                         {"rejected", rejected}});
+        nlohmann::ordered_json line = {{"kind", protocol::kLineResume},
+                                       {"step", step_},
+                                       {"from_attempt", c.attempt},
+                                       {"file", path},
+                                       {"rejected", rejected}};
+        // Elastic resume: the rank count that wrote the checkpoint, when it was another.
+        const int written_by = file->header.value("world_size", 0);
+        if (written_by != world_) line["from_world_size"] = written_by;
+        metrics_->Write(line);
       }
       return;
     }

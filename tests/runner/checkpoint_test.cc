@@ -237,7 +237,8 @@ TEST_F(CheckpointTest, BadCheckpointsFallBackToAnOlderOneWithTheReason) {
                    std::ios::in | std::ios::out | std::ios::binary);
     std::string head(4096, '\0');
     f.read(head.data(), head.size());
-    const size_t at = head.find("\"format\":1");
+    const std::string format = "\"format\":" + std::to_string(kCheckpointFormat);
+    const size_t at = head.find(format);
     ASSERT_NE(at, std::string::npos);
     f.clear();
     f.seekp(static_cast<std::streamoff>(at + 9));

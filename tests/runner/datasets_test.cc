@@ -197,33 +197,71 @@ TEST(CsvFileTest, HeaderLabelColumnAndStandardization) {
   fs::remove_all(dir);
 }
 
-TEST(ShardSamplerTest, RanksGetDisjointEqualShardsReshuffledPerEpoch) {
-  const int64_t n = 103, batch = 10;
-  ShardSampler r0(n, 7, 0, 2, batch), r1(n, 7, 1, 2, batch);
-  EXPECT_EQ(r0.shard_size(), 51);
-  EXPECT_EQ(r0.steps_per_epoch(), 5);
-  EXPECT_EQ(r1.shard_size(), 51);
-  std::set<int64_t> seen0, seen1;
-  std::vector<int64_t> first_epoch;
-  ShardSampler a(n, 7, 0, 2, batch), b(n, 7, 1, 2, batch), a_again(n, 7, 0, 2, batch);
-  for (int s = 0; s < 5; ++s) {
-    torch::Tensor ra = a.Next(), rb = b.Next(), rc = a_again.Next();
-    EXPECT_TRUE(torch::equal(ra, rc));  // same seed and rank -> same order
-    for (int64_t i = 0; i < batch; ++i) {
-      seen0.insert(ra[i].item<int64_t>());
-      seen1.insert(rb[i].item<int64_t>());
-      first_epoch.push_back(ra[i].item<int64_t>());
+// The data order does not depend on the split: at every K a step's global batch is the one-rank
+// sampler's batch, cut by rank; epochs end at the same step; a cursor goes on at another K.
+TEST(ShardSamplerTest, AStepsGlobalBatchIsTheOneRankBatchCutByRank) {
+  const int64_t n = 103, batch = 20;  // 5 global batches an epoch, 3 rows skipped
+  ShardSampler one(n, 7, 0, 1, batch);
+  std::vector<ShardSampler> two, four;
+  for (int r = 0; r < 2; ++r) two.emplace_back(n, 7, r, 2, batch / 2);
+  for (int r = 0; r < 4; ++r) four.emplace_back(n, 7, r, 4, batch / 4);
+  EXPECT_EQ(one.steps_per_epoch(), 5);
+  EXPECT_EQ(two[1].steps_per_epoch(), 5);
+  EXPECT_EQ(four[3].steps_per_epoch(), 5);
+  std::set<int64_t> epoch0;
+  torch::Tensor first, sixth;
+  for (int step = 1; step <= 7; ++step) {
+    const torch::Tensor want = one.Next().clone();
+    if (step == 1) first = want;
+    if (step == 6) sixth = want;
+    std::vector<torch::Tensor> parts2, parts4;
+    for (auto& s : two) parts2.push_back(s.Next());
+    for (auto& s : four) parts4.push_back(s.Next());
+    EXPECT_TRUE(torch::equal(torch::cat(parts2), want)) << step;
+    EXPECT_TRUE(torch::equal(torch::cat(parts4), want)) << step;
+    EXPECT_EQ(two[0].epoch(), one.epoch());
+    EXPECT_EQ(four[2].epoch(), one.epoch());
+    if (step <= 5) {
+      for (int64_t i = 0; i < batch; ++i) epoch0.insert(want[i].item<int64_t>());
     }
   }
-  EXPECT_EQ(seen0.size(), 50u);
-  EXPECT_EQ(seen1.size(), 50u);
-  for (int64_t v : seen0) EXPECT_EQ(seen1.count(v), 0u) << v;
-  EXPECT_EQ(a.epoch(), 0);
-  torch::Tensor next = a.Next();  // starts epoch 1 with a new order
-  EXPECT_EQ(a.epoch(), 1);
-  std::vector<int64_t> second(next.data_ptr<int64_t>(), next.data_ptr<int64_t>() + batch);
-  EXPECT_NE(second, std::vector<int64_t>(first_epoch.begin(), first_epoch.begin() + batch));
+  EXPECT_EQ(epoch0.size(), 100u);  // no row twice in an epoch
+  EXPECT_EQ(one.epoch(), 1);       // step 6 started epoch 1, in a new order
+  EXPECT_FALSE(torch::equal(first, sixth));
+  // A 2-rank cursor after 7 steps goes on at 4 ranks on the one-rank rows.
+  const torch::Tensor next = one.Next();
+  std::vector<torch::Tensor> parts;
+  for (int r = 0; r < 4; ++r) {
+    ShardSampler s(n, 99, r, 4, batch / 4);  // another seed: the cursor replaces its order
+    s.Restore(two[0].order(), two[0].position(), two[0].epoch());
+    parts.push_back(s.Next());
+  }
+  EXPECT_TRUE(torch::equal(torch::cat(parts), next));
   EXPECT_NE(MessageOf([&] { ShardSampler(10, 1, 0, 2, 6); }).find("batch_size"), std::string::npos);
+}
+
+// Format 1's per-rank shards: the global order rebuilt from them reads, split at the same K,
+// each rank's own next rows for the rest of the epoch.
+TEST(ShardSamplerTest, Format1ShardsBecomeAGlobalOrderReadingTheSameRows) {
+  const int64_t n = 23, k = 2, local = 3, position = 3;  // shards of 11 rows: 3 steps an epoch
+  const torch::Tensor deal = torch::randperm(n, torch::kInt64);
+  std::vector<torch::Tensor> shards;
+  for (int64_t r = 0; r < k; ++r) {
+    shards.push_back(deal.slice(0, r, n, k).narrow(0, 0, n / k).flip(0).contiguous());
+  }
+  const torch::Tensor order = ShardSampler::GlobalOrderOfShards(shards, position, local, n);
+  EXPECT_TRUE(torch::equal(std::get<0>(order.sort()), torch::arange(n)));  // a permutation
+  for (int64_t r = 0; r < k; ++r) {
+    ShardSampler s(n, 1, static_cast<int>(r), k, local);
+    s.Restore(order, position * k, 0);
+    for (int64_t step = 0; step < 2; ++step) {  // 3 - 1 steps left in the epoch
+      EXPECT_TRUE(torch::equal(s.Next(), shards[r].narrow(0, position + step * local, local)))
+          << r << " " << step;
+      EXPECT_EQ(s.epoch(), 0);
+    }
+    s.Next();
+    EXPECT_EQ(s.epoch(), 1);  // where the format-1 shard's epoch ended too
+  }
 }
 
 }  // namespace
