@@ -304,9 +304,11 @@ Status PlanSweep(const PlanFlags& f) {
   // first, so in a terminal or a `2>&1` capture each starts a line of its own below the plan
   // (once "pool 0 GPU(s)note: ...").
   std::vector<std::string> notes;
-  auto print_notes = [&notes] {
+  // The stall rule's default (spec.h Spec::stall_note) last, after the validation notes.
+  auto print_notes = [&notes, &spec] {
     std::fflush(stdout);
     for (const std::string& n : notes) fmt::print(stderr, "note: {}\n", n);
+    if (!spec.stall_note.empty()) fmt::print(stderr, "note: {}\n", spec.stall_note);
   };
   if (!f.no_validate) {
     orch::LaunchTools tools;

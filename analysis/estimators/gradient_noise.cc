@@ -181,4 +181,17 @@ std::vector<GnsSample> GnsSamplesOf(const RunData& run) {
   return out;
 }
 
+std::string GnsUndetermined(const GnsEstimate& e) {
+  const Interval& i = e.b_simple;
+  if (!i.available() || !(i.low > 0) || !std::isfinite(i.high)) return "";
+  const double orders = std::log10(i.high / i.low);
+  if (orders < kGnsMaxOrdersOfMagnitude) return "";
+  return fmt::format(
+      "undetermined: B_simple {} has the interval {} to {}, {} orders of magnitude wide (>= {}): "
+      "the gradient signal is lost in its noise (a run stuck at chance, or too few measured "
+      "steps)",
+      ProseNumber(i.value), ProseNumber(i.low), ProseNumber(i.high),
+      ProseNumber(std::floor(orders * 10) / 10), ProseNumber(kGnsMaxOrdersOfMagnitude));
+}
+
 }  // namespace batchlab::analysis

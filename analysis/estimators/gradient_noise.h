@@ -98,6 +98,15 @@ struct GnsEstimate {
 // positive (noise dominates: more steps or a larger B_big are needed).
 StatusOr<GnsEstimate> EstimateGns(const std::vector<GnsSample>& samples, const GnsOptions& options);
 
+// An interval wider than this many orders of magnitude (high / low >= 10^4) determines nothing:
+// such an estimate is reported as undetermined (issue 33: a run stuck at chance gave 7.6 to
+// 27,985), not as a value.
+inline constexpr double kGnsMaxOrdersOfMagnitude = 4;
+
+// Why `estimate` is undetermined ("" when it is not): its interval's bounds span
+// kGnsMaxOrdersOfMagnitude or more orders of magnitude.
+std::string GnsUndetermined(const GnsEstimate& estimate);
+
 // The spread of per-seed estimates of the same configuration.
 struct SeedSpread {
   double mean = 0;

@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include "analysis/data/table.h"
 #include "analysis/estimators/pareto.h"
 
 namespace batchlab::analysis {
@@ -138,6 +139,67 @@ std::vector<ProjectedPoint> Project(const ComputeModel& compute, const ClusterPr
   for (const ProjectedPoint& p : out) pts.push_back({"", "", p.time_to_target, p.compute});
   for (size_t i : ParetoFrontier(pts)) out[i].on_frontier = true;
   return out;
+}
+
+namespace {
+
+bool Agrees(double projected, double measured) {
+  return std::fabs(projected - measured) <= kProjectionAgreement * std::fabs(measured);
+}
+
+}  // namespace
+
+std::string ProjectionDifference(const ProjectedPoint& p, const MeasuredAtPoint& m,
+                                 const ComputeModel& cm, const std::string& steps_from,
+                                 const std::string& profile) {
+  if (!(m.steps > 0)) return "";
+  const double measured_step = m.time_to_target / m.steps;
+  if (Agrees(p.time_to_target, m.time_to_target) && Agrees(p.steps, m.steps)) return "";
+  std::vector<std::string> why;
+  if (!Agrees(p.steps, m.steps)) {
+    why.push_back(fmt::format(
+        "steps: the projection uses {} steps, the best at B={} ({}; steps do not depend on the "
+        "rank count), this configuration took {}",
+        ProseNumber(p.steps), p.batch_size, steps_from, ProseNumber(m.steps)));
+  }
+  if (!Agrees(p.step_seconds, measured_step)) {
+    const double local = static_cast<double>(p.batch_size) / p.world_size;
+    const double measured_compute = std::max(0.0, measured_step - m.comm_seconds);
+    std::vector<std::string> parts;
+    const double line = cm.speedup * cm.StepSeconds(local);  // this machine's fitted compute
+    if (!Agrees(line, measured_compute)) {
+      parts.push_back(fmt::format(
+          "the fitted compute line gives {} s at local batch {}{} where {} s was measured "
+          "(its residual there: {}%)",
+          ProseNumber(line), ProseNumber(local),
+          local < cm.min_local_batch
+              ? fmt::format(" (held at the floor, local batch {})", ProseNumber(cm.min_local_batch))
+              : "",
+          ProseNumber(measured_compute),
+          ProseNumber(100 * (line - measured_compute) / measured_compute)));
+    }
+    if (p.world_size > 1 && !Agrees(p.comm_seconds, m.comm_seconds)) {
+      parts.push_back(fmt::format(
+          "the allreduce is profile {}'s {} s per step, not this machine's measured {} s",
+          profile, ProseNumber(p.comm_seconds), ProseNumber(m.comm_seconds)));
+    }
+    if (cm.speedup != 1) {
+      parts.push_back(fmt::format("compute is divided by the device speedup {}",
+                                  ProseNumber(cm.speedup)));
+    }
+    std::string joined;
+    for (const std::string& x : parts) joined += (joined.empty() ? "" : "; ") + x;
+    why.push_back(fmt::format("time per step: projected {} s, measured {} s{}",
+                              ProseNumber(p.step_seconds), ProseNumber(measured_step),
+                              joined.empty() ? "" : ": " + joined));
+  }
+  std::string out = fmt::format(
+      "B={} K={} was measured here ({}): {} s and {} steps to target; projected {} s and {} "
+      "steps. Why: ",
+      p.batch_size, p.world_size, m.label, ProseNumber(m.time_to_target), ProseNumber(m.steps),
+      ProseNumber(p.time_to_target), ProseNumber(p.steps));
+  for (size_t i = 0; i < why.size(); ++i) out += (i ? "; " : "") + why[i];
+  return out + ".";
 }
 
 }  // namespace batchlab::analysis

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -75,6 +76,15 @@ struct StepsAtBatch {
   double steps = 0;  // steps to target
 };
 
+// What was measured at a projected configuration that was run on this machine: means over the
+// seeds of its configuration with the fewest steps to target there.
+struct MeasuredAtPoint {
+  std::string label;          // that configuration ("B=32 K=1 lr.base=0.05")
+  double steps = 0;           // steps to target
+  double time_to_target = 0;  // training seconds to target
+  double comm_seconds = 0;    // mean allreduce seconds per step (0: one rank or not logged)
+};
+
 struct ProjectedPoint {
   int world_size = 1;
   int64_t batch_size = 0;
@@ -86,7 +96,22 @@ struct ProjectedPoint {
   double compute = 0;         // world_size · time_to_target (rank-seconds)
   bool on_frontier = false;   // on the projected time-vs-compute Pareto frontier
   bool measured = false;      // this (K, B) was run on this machine
+  std::optional<MeasuredAtPoint> here;  // what reached the target at it here (measured points)
+  std::string difference;  // why the projection differs from `here` ("" when it agrees)
 };
+
+// Projected and measured time and steps agree when within this fraction of the measured ones.
+inline constexpr double kProjectionAgreement = 0.005;
+
+// Why the projected point `p` differs from what was measured at it, `m`, naming each cause that
+// applies ("" when time and steps both agree within kProjectionAgreement): the steps (the
+// projection uses the best steps at the batch size, `steps_from`, over every configuration and
+// rank count; `m` is this configuration's), the compute line's residual at the local batch
+// (`cm`, the floor included), the profile's allreduce in place of this machine's measured one,
+// and the device speedup.
+std::string ProjectionDifference(const ProjectedPoint& p, const MeasuredAtPoint& m,
+                                 const ComputeModel& cm, const std::string& steps_from,
+                                 const std::string& profile);
 
 // K = 1, 2, 4, ..., max_world_size (powers of two) for every batch size with K <= B and a local
 // batch B/K >= min_local_batch, unless (K, B) is in `measured` (a configuration that was run is

@@ -345,6 +345,7 @@ StatusOr<AlphaBetaFit> FitRingAllreduce(const std::vector<AllreduceObservation>&
   // t = α·x1 + γ·x2 with x1 = 2(K−1), x2 = 2(K−1)/K · n, γ = 1/β.
   double s11 = 0, s12 = 0, s22 = 0, s1t = 0, s2t = 0;
   std::set<std::pair<int, double>> designs;
+  bool one_host = true;
   std::vector<std::pair<double, double>> x;
   std::vector<double> t;
   for (const AllreduceObservation& o : obs) {
@@ -359,6 +360,7 @@ StatusOr<AlphaBetaFit> FitRingAllreduce(const std::vector<AllreduceObservation>&
     s1t += x1 * o.seconds;
     s2t += x2 * o.seconds;
     designs.insert({o.world_size, o.bytes});
+    one_host = one_host && o.nodes <= 1;
     x.push_back({x1, x2});
     t.push_back(o.seconds);
   }
@@ -376,6 +378,7 @@ StatusOr<AlphaBetaFit> FitRingAllreduce(const std::vector<AllreduceObservation>&
   } else {
     alpha = gamma = -1;  // collinear designs: fall through to the one-term fits
   }
+  const bool alpha_negative = alpha < 0;
   if (alpha < 0 || gamma < 0) {
     // The constrained optimum lies on an edge: the better of the two one-term fits.
     const double a_only = std::max(0.0, s1t / s11), g_only = std::max(0.0, s2t / s22);
@@ -403,6 +406,9 @@ StatusOr<AlphaBetaFit> FitRingAllreduce(const std::vector<AllreduceObservation>&
     ss += std::pow(t[i] - alpha * x[i].first - gamma * x[i].second, 2);
   }
   fit.rms_residual_seconds = std::sqrt(ss / static_cast<double>(t.size()));
+  fit.alpha_at_bound = alpha_negative && alpha == 0;
+  fit.one_host = one_host;
+  fit.undetermined = AlphaBetaUndetermined(fit);
   return fit;
 }
 
@@ -414,6 +420,7 @@ StatusOr<AlphaBetaFit> FitRingAllreduceOrBandwidth(const std::vector<AllreduceOb
   int n = 0;
   std::set<std::pair<int, double>> designs;
   std::vector<std::pair<double, double>> xt;
+  bool one_host = true;
   for (const AllreduceObservation& o : obs) {
     if (o.world_size < 2 || !(o.bytes > 0) || !(o.seconds >= 0) || !std::isfinite(o.seconds)) {
       continue;
@@ -423,6 +430,7 @@ StatusOr<AlphaBetaFit> FitRingAllreduceOrBandwidth(const std::vector<AllreduceOb
     sxt += x * o.seconds;
     xt.push_back({x, o.seconds});
     designs.insert({o.world_size, o.bytes});
+    one_host = one_host && o.nodes <= 1;
     ++n;
   }
   if (n == 0) {
@@ -439,17 +447,54 @@ StatusOr<AlphaBetaFit> FitRingAllreduceOrBandwidth(const std::vector<AllreduceOb
   fit.observations = n;
   fit.designs = static_cast<int>(designs.size());
   fit.separated = false;
+  fit.one_host = one_host;
   double ss = 0;
   for (const auto& [x, t] : xt) ss += std::pow(t - gamma * x, 2);
   fit.rms_residual_seconds = std::sqrt(ss / n);
+  fit.undetermined = AlphaBetaUndetermined(fit);
   return fit;
+}
+
+std::string AlphaBetaUndetermined(const AlphaBetaFit& fit) {
+  if (fit.observations < 2) {
+    return "one multi-rank run: the fit passes through its single point, so nothing tests it; "
+           "sweep more seeds or node counts";
+  }
+  if (!(fit.bandwidth_bytes_per_second < std::numeric_limits<double>::infinity())) {
+    return "the comm times do not grow with the message size, so the bandwidth term fitted to "
+           "0 (beta infinite); sweep models of different sizes or more node counts";
+  }
+  if (fit.one_host && fit.bandwidth_bytes_per_second < kMinOneHostBandwidth) {
+    return fmt::format(
+        "beta = {} GB/s is below {} GB/s, slower than shared memory or loopback between ranks on "
+        "one host can be: the logged comm_seconds include waiting for a slower rank "
+        "(oversubscribed cores, uneven load), not transfer alone",
+        ProseNumber(fit.bandwidth_bytes_per_second / 1e9), ProseNumber(kMinOneHostBandwidth / 1e9));
+  }
+  if (fit.bandwidth_bytes_per_second < kMinNetworkBandwidth) {
+    return fmt::format(
+        "beta = {} GB/s is below 100 Mb/s Fast Ethernet ({} GB/s), the slowest link between hosts: "
+        "the logged comm_seconds include waiting for a slower rank, not transfer alone",
+        ProseNumber(fit.bandwidth_bytes_per_second / 1e9), ProseNumber(kMinNetworkBandwidth / 1e9));
+  }
+  if (fit.alpha_seconds > kMaxPlausibleAlpha) {
+    return fmt::format(
+        "alpha = {} s per ring step is above {} s (kernel TCP round trips take ~25 us): the "
+        "logged comm_seconds include waiting, not latency alone",
+        ProseNumber(fit.alpha_seconds), ProseNumber(kMaxPlausibleAlpha));
+  }
+  if (fit.alpha_at_bound) {
+    return "the unconstrained fit gave alpha < 0 (clamped to 0): the designs do not separate "
+           "latency from bandwidth; sweep node counts further apart";
+  }
+  return "";
 }
 
 std::vector<AllreduceObservation> AllreduceObservationsOf(const std::vector<RunTiming>& timings) {
   std::vector<AllreduceObservation> out;
   for (const RunTiming& t : timings) {
     if (t.world_size < 2 || t.parameters <= 0 || !(t.comm_seconds > 0)) continue;
-    out.push_back({t.world_size, GradientBytes(t.parameters), t.comm_seconds});
+    out.push_back({t.world_size, GradientBytes(t.parameters), t.comm_seconds, t.nodes});
   }
   return out;
 }

@@ -112,6 +112,7 @@ struct AllreduceObservation {
   int world_size = 2;
   double bytes = 0;
   double seconds = 0;
+  int nodes = 1;  // hosts the ranks ran on (1: shared memory / loopback on one host)
 };
 
 struct AlphaBetaFit {
@@ -121,7 +122,28 @@ struct AlphaBetaFit {
   int observations = 0;
   int designs = 0;         // distinct (K, bytes) pairs
   bool separated = true;   // false: one design, a bandwidth-only fit (α = 0)
+  bool alpha_at_bound = false;  // the unconstrained fit gave α < 0: α was clamped to 0
+  bool one_host = true;         // every observation's ranks shared one host
+  // Why the fit does not describe a link (AlphaBetaUndetermined); empty when it is plausible.
+  // An undetermined fit still reproduces the measured comm times at the measured designs, but
+  // its α and β are not reported as the link's latency and bandwidth.
+  std::string undetermined;
 };
+
+// The physical bounds of a measured α–β fit (docs/methods.md §6): ranks on one host exchange
+// through shared memory or loopback, which move well over 1 GB/s on any machine (a memcpy moves
+// several GB/s); ranks on several hosts are never linked slower than 100 Mb/s Fast Ethernet; no
+// per-message latency exceeds 1 ms (kernel TCP round trips take ~25 µs). A fit outside them
+// measured waiting (a slower rank, oversubscribed cores), not the link.
+inline constexpr double kMinOneHostBandwidth = 1e9;          // bytes/s
+inline constexpr double kMinNetworkBandwidth = 100e6 / 8;    // bytes/s
+inline constexpr double kMaxPlausibleAlpha = 1e-3;           // seconds per ring step
+
+// Why `fit` is not determined ("" when it is): a single observation, α clamped at 0 (the
+// unconstrained fit was negative), no bandwidth term (times do not grow with the message), a
+// bandwidth below kMinOneHostBandwidth (every run on one host) or kMinNetworkBandwidth, or a
+// latency above kMaxPlausibleAlpha.
+std::string AlphaBetaUndetermined(const AlphaBetaFit& fit);
 
 // Least squares of the ring model (no intercept) over observations with K >= 2, constrained to
 // α >= 0 and 1/β >= 0. FailedPrecondition when the observations cannot separate α from β

@@ -81,7 +81,7 @@ StatusOr<StepModel> FitStepModelOf(const std::vector<const RunTiming*>& timings)
     by_key[t->strong_key].push_back(t);
     by_key_k[{t->strong_key, t->world_size}].push_back(t);
     if (t->world_size >= 2 && t->parameters > 0 && t->comm_seconds > 0) {
-      obs.push_back({t->world_size, GradientBytes(t->parameters), t->comm_seconds});
+      obs.push_back({t->world_size, GradientBytes(t->parameters), t->comm_seconds, t->nodes});
     }
   }
   for (const auto& [key, runs] : by_key) {
@@ -113,6 +113,7 @@ ModelCheck CheckStepModel(const std::vector<RunTiming>& timings) {
     check.status = all.status();
     return check;
   }
+  if (all->comm) check.comm_undetermined = all->comm->undetermined;
   // The configurations: (model, K, B) -> indices of its runs.
   std::map<std::tuple<std::string, int, int64_t>, std::vector<size_t>> configs;
   for (size_t i = 0; i < timings.size(); ++i) {
@@ -204,6 +205,10 @@ std::string ModelCheck::Sentence() const {
         "{} over {} configurations, {} at worst (goal <= {}: {}).",
         SentencePct(held_out_median), held_out, SentencePct(held_out_max), SentencePct(goal),
         goal_met ? "met" : "NOT met, read the projection as rough");
+  }
+  if (!comm_undetermined.empty()) {
+    s += " This machine's allreduce alpha-beta fit is not determined (" + comm_undetermined +
+         "), so the multi-rank rows' comm term reproduces the measured designs only.";
   }
   return s;
 }

@@ -86,6 +86,9 @@ struct ModelCheck {
   double goal = 0.15;         // issue 26: median held-out error at most 15%
   bool goal_met = false;
   int not_reproduced = 0;     // rows with reproduced == false
+  // Why this machine's α–β fit is not determined (AlphaBetaFit::undetermined): the multi-rank
+  // rows' allreduce term then holds at the measured designs only. Empty when determined.
+  std::string comm_undetermined;
 
   // One sentence for the report: "Model check: ... held-out median error 7% over 6
   // configurations (goal <= 15%: met)".

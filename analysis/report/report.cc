@@ -85,12 +85,18 @@ std::vector<std::string> Summary(const Study& s) {
   for (std::string& line : SyncSummary(s.sync)) out.push_back(std::move(line));
   if (!s.scaling.alpha_beta_status.ok()) {
     out.push_back("Alpha-beta fit: " + s.scaling.alpha_beta_status.message());
+  } else if (!s.scaling.alpha_beta.undetermined.empty()) {
+    out.push_back("Measured allreduce: not determined: " + s.scaling.alpha_beta.undetermined +
+                  ".");
+  } else if (!s.scaling.alpha_beta.separated) {
+    out.push_back(fmt::format(
+        "Measured allreduce: beta = {} GB/s (bandwidth-only: one (K, model size) design, alpha "
+        "not determined).",
+        FormatNumber(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9)));
   } else {
-    out.push_back(
-        fmt::format("Measured allreduce: alpha = {} s, beta = {} GB/s{}.",
-                    FormatNumber(s.scaling.alpha_beta.alpha_seconds),
-                    FormatNumber(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9),
-                    s.scaling.alpha_beta.separated ? "" : " (bandwidth-only: one design)"));
+    out.push_back(fmt::format("Measured allreduce: alpha = {} s, beta = {} GB/s.",
+                              FormatNumber(s.scaling.alpha_beta.alpha_seconds),
+                              FormatNumber(s.scaling.alpha_beta.bandwidth_bytes_per_second / 1e9)));
   }
   int flagged = 0, incomparable = 0;
   for (const auto* rows : {&s.scaling.strong, &s.scaling.weak}) {

@@ -45,7 +45,10 @@ std::optional<GnsRun> GnsOfRun(const RunData& run, const StudyOptions& options) 
     r.smoothed_end = p;
   }
   StatusOr<GnsEstimate> est = EstimateGns(samples, g);
-  if (est.ok()) {
+  if (est.ok() && !GnsUndetermined(*est).empty()) {
+    r.estimate = *est;  // kept for JSON; the tables and the sweep's median leave it out
+    r.status = FailedPreconditionError(GnsUndetermined(*est));
+  } else if (est.ok()) {
     r.estimate = *est;
   } else {
     r.status = est.status();

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <fmt/core.h>
@@ -16,6 +17,41 @@ namespace batchlab::analysis {
 namespace {
 
 using nlohmann::json;
+
+// Per (K, B): the measured configuration with the fewest mean steps among those all of whose
+// seeds reached the target (what the projection's steps at B stand for), with its mean time and
+// allreduce seconds per step.
+std::map<std::pair<int, int64_t>, MeasuredAtPoint> MeasuredAt(
+    const TargetSection& target, const std::map<std::string, const RunTiming*>& timing_of) {
+  struct Sum {
+    std::string label;
+    int runs = 0, reached = 0, timed = 0;
+    double steps = 0, seconds = 0, comm = 0;
+  };
+  std::map<std::tuple<int, int64_t, std::string>, Sum> configs;
+  for (const TargetHit& h : target.hits) {
+    Sum& s = configs[{h.world_size, h.batch_size, h.config_key}];
+    if (s.label.empty()) s.label = h.label;
+    ++s.runs;
+    if (h.status != HitStatus::kReached) continue;
+    ++s.reached;
+    s.steps += static_cast<double>(h.step);
+    s.seconds += h.seconds;
+    if (auto t = timing_of.find(h.run_id); t != timing_of.end()) {
+      s.comm += t->second->comm_seconds;
+      ++s.timed;
+    }
+  }
+  std::map<std::pair<int, int64_t>, MeasuredAtPoint> out;
+  for (const auto& [key, s] : configs) {
+    if (s.reached == 0 || s.reached != s.runs) continue;
+    MeasuredAtPoint m{s.label, s.steps / s.reached, s.seconds / s.reached,
+                      s.timed ? s.comm / s.timed : 0};
+    auto [it, added] = out.insert({{std::get<0>(key), std::get<1>(key)}, m});
+    if (!added && m.steps < it->second.steps) it->second = m;
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -72,9 +108,11 @@ ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection&
   }
   std::vector<StepsAtBatch> steps;
   std::map<int64_t, ComputeModel> compute_at;
+  std::map<int64_t, std::string> steps_from;  // batch size -> the configuration its steps are of
   for (const BatchBest& b : target.best) {
     if (!b.best) continue;
     steps.push_back({b.batch_size, b.best_steps});
+    steps_from[b.batch_size] = b.best->label;
     // The compute model of the best configuration's own model, when it was timed.
     auto t = timing_of.find(b.best->run_id);
     if (t != timing_of.end()) {
@@ -93,6 +131,17 @@ ProjectionSection AnalyzeProjection(const SweepData& sweep, const TargetSection&
   }
   out.points = Project(out.compute, out.profile, out.parameters, steps, options.max_world_size,
                        out.min_local_batch, measured, compute_at);
+  // Every measured configuration against what was measured at it, the difference with its reason.
+  const std::map<std::pair<int, int64_t>, MeasuredAtPoint> here = MeasuredAt(target, timing_of);
+  for (ProjectedPoint& p : out.points) {
+    auto m = here.find({p.world_size, p.batch_size});
+    if (!p.measured || m == here.end()) continue;
+    p.here = m->second;
+    auto own = compute_at.find(p.batch_size);
+    p.difference = ProjectionDifference(p, m->second,
+                                        own != compute_at.end() ? own->second : out.compute,
+                                        steps_from[p.batch_size], out.profile.name);
+  }
   return out;
 }
 
@@ -100,7 +149,7 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
   Table t{"projection",
           "PROJECTION (a model, not a measurement): " + p.profile.name,
           {"world_size", "batch_size", "compute_s", "comm_s", "step_s", "steps", "time_to_target_s",
-           "compute_rank_s", "frontier", "measured_here"},
+           "compute_rank_s", "frontier", "measured_here", "measured_time_s", "measured_steps"},
           {},
           {}};
   if (!p.status.ok()) {
@@ -111,7 +160,25 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
     t.rows.push_back({I(x.world_size), I(x.batch_size), ExactNumber(x.compute_seconds),
                       ExactNumber(x.comm_seconds), ExactNumber(x.step_seconds),
                       ExactNumber(x.steps), ExactNumber(x.time_to_target), ExactNumber(x.compute),
-                      x.on_frontier ? "yes" : "", x.measured ? "yes" : ""});
+                      x.on_frontier ? "yes" : "", x.measured ? "yes" : "",
+                      x.here ? ExactNumber(x.here->time_to_target) : "",
+                      x.here ? ExactNumber(x.here->steps) : ""});
+  }
+  int agree = 0, compared = 0;
+  for (const ProjectedPoint& x : p.points) {
+    if (!x.here) continue;
+    ++compared;
+    if (x.difference.empty()) {
+      ++agree;
+    } else {
+      t.notes.push_back(x.difference);
+    }
+  }
+  if (compared > 0) {
+    t.notes.push_back(fmt::format(
+        "At {} of the {} configurations measured here the projection gives the measured time and "
+        "steps to target (within {}%); each other one is explained above.",
+        agree, compared, ProseNumber(100 * kProjectionAgreement)));
   }
   t.notes.push_back(p.check.Sentence());
   if (p.min_local_batch > 0) {
@@ -234,6 +301,14 @@ json ProjectionJson(const ProjectionSection& p) {
                    {"compute", Num(x.compute)},  // rank-seconds: the projection models time
                    {"on_frontier", x.on_frontier},
                    {"measured_here", x.measured}});
+    if (x.here) {
+      pts.back()["measured"] = {{"config", x.here->label},
+                                {"steps", Num(x.here->steps)},
+                                {"time_to_target", Num(x.here->time_to_target)},
+                                {"comm_seconds", Num(x.here->comm_seconds)}};
+      pts.back()["agrees_with_measured"] = x.difference.empty();
+      if (!x.difference.empty()) pts.back()["difference"] = x.difference;
+    }
   }
   out["points"] = pts;
   return out;

@@ -169,6 +169,10 @@ std::vector<Candidate> ProjectedCandidates(const ProjectionSection& projection,
     c.steps = p.steps;
     c.seconds = p.time_to_target;
     c.compute = flops ? p.steps * flops_per_step[p.batch_size] : p.compute;
+    if (p.here && !p.difference.empty()) {
+      c.measured_note = fmt::format("measured here: {} s and {} steps",
+                                    ProseNumber(p.here->time_to_target), ProseNumber(p.here->steps));
+    }
     out.push_back(std::move(c));
   }
   return out;
@@ -255,6 +259,16 @@ std::string RecommendationSentence(const Recommendation& r) {
                                                        : "least time x compute";
   s += fmt::format("; prefer {}: {} of {} {}configurations.", PreferenceName(r.prefer), why,
                    r.candidates, r.projected ? "projected " : "measured ");
+  std::string differs;
+  for (const Candidate* x : {&c, &b}) {
+    if (x->measured_note.empty() || (x == &b && b.label == c.label)) continue;
+    differs += fmt::format("{}B={} on {} was {}", differs.empty() ? "" : "; ", x->batch_size,
+                           Ranks(x->world_size), x->measured_note);
+  }
+  if (!differs.empty()) {
+    s += " Not what was measured: " + differs +
+         " (the projection table's notes give each difference its reason).";
+  }
   if (r.projected && !r.check.empty()) s += " " + r.check;
   return s;
 }

@@ -53,6 +53,9 @@ struct Candidate {
   double steps = 0;
   double seconds = 0;  // time to target
   double compute = 0;  // compute to target in the section's unit (FLOPs or rank-seconds)
+  // A projected point that was also measured here and differs from the measurement: what was
+  // measured ("measured here: 6.2 s and 230 steps"); empty otherwise.
+  std::string measured_note;
 };
 
 // The candidates of a measured sweep: one per configuration all of whose seeds reached the

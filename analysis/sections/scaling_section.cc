@@ -145,7 +145,15 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
         "No run logged comm_seconds: communication was not measured (not measured as 0). The "
         "runner and the Python client's DDP hook log it; a program of its own should too.");
   }
-  if (s.alpha_beta_status.ok()) {
+  if (s.alpha_beta_status.ok() && !s.alpha_beta.undetermined.empty()) {
+    runs.notes.push_back(fmt::format(
+        "Ring-allreduce alpha-beta fit over {} runs: not determined: {}. Its figures (alpha = {} "
+        "s, beta = {} GB/s) reproduce the measured comm times at the measured designs only and "
+        "are not the link's latency and bandwidth; the projection uses the cluster profile's.",
+        s.alpha_beta.observations, s.alpha_beta.undetermined,
+        ProseNumber(s.alpha_beta.alpha_seconds),
+        ProseNumber(s.alpha_beta.bandwidth_bytes_per_second / 1e9)));
+  } else if (s.alpha_beta_status.ok()) {
     runs.notes.push_back(fmt::format(
         "Ring-allreduce fit t = 2(K-1) alpha + 2(K-1)/K n/beta over {} runs: alpha = {} s, beta = "
         "{} GB/s, RMS residual {} s{}.",
@@ -191,9 +199,13 @@ json ScalingJson(const ScalingSection& s) {
                          {"observations", s.alpha_beta.observations},
                          {"designs", s.alpha_beta.designs},
                          {"separated", s.alpha_beta.separated},
+                         {"determined", s.alpha_beta.undetermined.empty()},
                          {"method", s.alpha_beta.separated
                                         ? "least squares of the ring model, alpha >= 0, 1/beta >= 0"
                                         : "one (K, bytes) design: bandwidth-only fit, alpha = 0"}};
+    if (!s.alpha_beta.undetermined.empty()) {
+      out["alpha_beta"]["not_determined"] = s.alpha_beta.undetermined;
+    }
   } else {
     out["alpha_beta"] = {{"error", s.alpha_beta_status.message()}};
   }

@@ -130,10 +130,19 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
                "is set by batchlab for a run with resources.gpus_per_rank > 0 (to the GPUs it "
                "hands the run); remove it from launch.env, or limit the GPUs with `--gpus N`");
   }
-  if (doc.contains("stall")) {
+  if (doc.contains("stall") && doc["stall"].is_boolean() && !doc["stall"].get<bool>()) {
+    spec->stall_note = "the stall rule is off (\"stall\": false)";
+  } else if (!doc.contains("stall") && doc.contains("branch")) {
+    spec->stall_note = "the stall rule is off: a branch study's runs are not compared with chance";
+  } else if (!doc.contains("stall")) {
+    SpecStallDefault d = InferStallRule(spec->base);
+    if (d.rule) spec->stall = Spec::StallRule{d.rule->first, d.rule->second};
+    spec->stall_note = d.note;
+  } else {
     const ordered_json& s = doc["stall"];
     if (!s.is_object()) {
-      return Bad("stall", "is not an object such as {\"evals\": 5, \"chance\": 0.1}");
+      return Bad("stall", "is not an object such as {\"evals\": 5, \"chance\": 0.1}, or false "
+                          "(off; default: on where the chance level is known)");
     }
     BATCHLAB_RETURN_IF_ERROR(OnlyKeys(s, "stall", {"evals", "chance"}));
     if (!s.contains("evals")) {
@@ -176,6 +185,48 @@ Status ParseDocument(const ordered_json& doc, Spec* spec) {
 }
 
 }  // namespace
+
+SpecStallDefault InferStallRule(const nlohmann::json& base) {
+  SpecStallDefault out;
+  const char* how = "set \"stall\": {\"evals\": N, \"chance\": C} to stop runs stuck at chance";
+  if (!base.contains("target") || !base["target"].is_object()) {
+    return out;  // no target: nothing to stall against, nothing to say
+  }
+  const nlohmann::json& t = base["target"];
+  const std::string metric = t.value("metric", "");
+  const std::string op = t.value("op", "");
+  if (base.contains("program")) {
+    out.note = fmt::format(
+        "the stall rule is off: the chance level of a user program's {} is not known; {}", metric,
+        how);
+    return out;
+  }
+  const std::string data = base.contains("data") && base["data"].is_object()
+                               ? base["data"].value("name", "fashion-mnist")
+                               : "fashion-mnist";
+  if (data != "fashion-mnist") {
+    out.note = fmt::format(
+        "the stall rule is off: the chance level of data set {} is not known; {}", data, how);
+    return out;
+  }
+  double chance = 0;
+  if (metric == "test_accuracy" && (op == ">=" || op == ">")) {
+    chance = 0.1;  // 1/10 classes
+  } else if (metric == "test_loss" && (op == "<=" || op == "<")) {
+    chance = std::log(10.0);  // cross-entropy of a uniform guess over 10 classes
+  } else {
+    out.note = fmt::format("the stall rule is off: no chance level for a {} {} target; {}",
+                           metric, op, how);
+    return out;
+  }
+  out.rule = std::make_pair(kDefaultStallEvals, chance);
+  out.note = fmt::format(
+      "stall rule on by default: a run whose last {} evaluations of {} were all at chance ({:.4g} "
+      "on fashion-mnist's 10 classes) or worse is stopped as stalled; \"stall\": false turns it "
+      "off",
+      kDefaultStallEvals, metric, chance);
+  return out;
+}
 
 StatusOr<Spec> ParseSpec(const std::string& text, const std::string& source) {
   Status guard = CheckJsonText(text);

@@ -84,6 +84,17 @@ struct SlurmSettings {
   std::vector<std::string> sbatch_args;
 };
 
+// The stall rule a spec without a "stall" object gets (docs/spec.md "Stall rule"): with a
+// `base.target` on test_accuracy (>=, >) or test_loss (<=, <) of the built-in runner's
+// fashion-mnist (10 classes), {"evals": kDefaultStallEvals, "chance": 0.1 or ln 10}; otherwise
+// none. `note` says which, and why not (empty without a target).
+inline constexpr int kDefaultStallEvals = 10;
+struct SpecStallDefault {
+  std::optional<std::pair<int, double>> rule;  // (evals, chance)
+  std::string note;
+};
+SpecStallDefault InferStallRule(const nlohmann::json& base);
+
 struct Spec {
   std::string name;
   std::string description;
@@ -100,6 +111,10 @@ struct Spec {
     double chance = 0;
   };
   std::optional<StallRule> stall;
+  // How `stall` was set when the spec has no "stall" object: on by default for a study with a
+  // target whose chance level is known (InferStallRule), else off; "stall": false turns it off.
+  // One sentence for `sweep plan`/`sweep run` (empty when the spec gave the rule).
+  std::string stall_note;
   bool prune = true;   // stop runs that can no longer change the best steps to target (pruning.h)
   LrSearch lr_search;  // adaptive LR search per batch size (its coarse grid is the last axis)
   BranchStudy branch;  // a branch study: every run is a trunk with branches (branch_study.h)

@@ -160,5 +160,26 @@ TEST(SeedSpreadTest, MeanAndSampleStddev) {
   EXPECT_DOUBLE_EQ(s.max, 6);
 }
 
+// Issue 33's run stuck at chance: 7.6 to 27,985 is 3.6 orders wide (shown); 1 to 10^4 and wider
+// are undetermined, with the interval in the reason.
+TEST(GnsUndeterminedTest, FourOrdersOfMagnitudeDetermineNothing) {
+  GnsEstimate e;
+  e.b_simple.value = 20;
+  e.b_simple.low = 7.6;
+  e.b_simple.high = 27985;
+  EXPECT_EQ(GnsUndetermined(e), "");
+  e.b_simple.low = 2.5;
+  e.b_simple.high = 27985;
+  const std::string why = GnsUndetermined(e);
+  EXPECT_NE(why.find("undetermined: B_simple 20 has the interval 2.5 to 28000, 4 orders"),
+            std::string::npos)
+      << why;
+  e.b_simple.low = 1;
+  e.b_simple.high = 1e4;
+  EXPECT_NE(GnsUndetermined(e), "");
+  e.b_simple.high = 9999;
+  EXPECT_EQ(GnsUndetermined(e), "");
+}
+
 }  // namespace
 }  // namespace batchlab::analysis

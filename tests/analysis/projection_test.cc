@@ -96,5 +96,57 @@ TEST(ProjectionTest, NoMoreRanksThanSamples) {
   EXPECT_EQ(pts.back().world_size, 8);
 }
 
+// A measured point against its projection, planted: compute 1 ms/sample + 10 ms/step, local
+// batch 32 -> 0.042 s per step on one rank.
+TEST(ProjectionDifferenceTest, AgreementIsSilentAndEachCauseIsNamed) {
+  ComputeModel cm;
+  cm.seconds_per_sample = 1e-3;
+  cm.seconds_per_step = 1e-2;
+  cm.min_local_batch = 32;
+  ProjectedPoint p;
+  p.world_size = 1;
+  p.batch_size = 32;
+  p.compute_seconds = cm.StepSeconds(32);
+  p.step_seconds = p.compute_seconds;
+  p.steps = 200;
+  p.time_to_target = 200 * 0.042;
+  // Measured exactly what the model says: no difference to explain.
+  MeasuredAtPoint same{"B=32 K=1 lr=0.1", 200, 200 * 0.042, 0};
+  EXPECT_EQ(ProjectionDifference(p, same, cm, "B=32 K=1 lr=0.1", "ib-100g"), "");
+  // Within kProjectionAgreement (0.5%) is agreement too.
+  MeasuredAtPoint close{"B=32 K=1 lr=0.1", 200, 200 * 0.042 * 1.004, 0};
+  EXPECT_EQ(ProjectionDifference(p, close, cm, "B=32 K=1 lr=0.1", "ib-100g"), "");
+
+  // The case: 230 steps at 0.027 s measured where the best configuration took 200.
+  MeasuredAtPoint other{"B=32 K=1 lr=0.05", 230, 230 * 0.05, 0};
+  const std::string d = ProjectionDifference(p, other, cm, "B=32 K=1 lr=0.1", "ib-100g");
+  EXPECT_NE(d.find("B=32 K=1 was measured here (B=32 K=1 lr=0.05): 11.5 s and 230 steps"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("projected 8.4 s and 200 steps"), std::string::npos) << d;
+  EXPECT_NE(d.find("the best at B=32 (B=32 K=1 lr=0.1"), std::string::npos) << d;
+  EXPECT_NE(d.find("this configuration took 230"), std::string::npos) << d;
+  // 0.042 s fitted against 0.05 s measured: -16% residual.
+  EXPECT_NE(d.find("time per step: projected 0.042 s, measured 0.05 s"), std::string::npos) << d;
+  EXPECT_NE(d.find("its residual there: -16%"), std::string::npos) << d;
+  EXPECT_EQ(d.find("allreduce"), std::string::npos) << d;
+
+  // Two ranks: the profile's allreduce replaces this machine's measured one; compute agrees.
+  ProjectedPoint k2 = p;
+  k2.world_size = 2;
+  k2.batch_size = 64;
+  k2.comm_seconds = 0.001;
+  k2.step_seconds = 0.043;
+  k2.time_to_target = 200 * 0.043;
+  MeasuredAtPoint slow{"B=64 K=2", 200, 200 * (0.042 + 0.02), 0.02};
+  const std::string c = ProjectionDifference(k2, slow, cm, "B=64 K=2", "ib-100g");
+  EXPECT_EQ(c.find("steps:"), std::string::npos) << c;
+  EXPECT_EQ(c.find("compute line"), std::string::npos) << c;
+  EXPECT_NE(c.find("the allreduce is profile ib-100g's 0.001 s per step, not this machine's "
+                   "measured 0.02 s"),
+            std::string::npos)
+      << c;
+}
+
 }  // namespace
 }  // namespace batchlab::analysis

@@ -249,5 +249,65 @@ TEST(ScalingTest, RunsWithoutTimingsAreLeftOut) {
   EXPECT_TRUE(RunTimings({short_run}, 100).empty());
 }
 
+// Fits outside physical bounds are "not determined" with the reason; a plausible one is not.
+TEST(AlphaBetaFitTest, ImplausibleFitsAreNotDetermined) {
+  // alpha = 50 us, beta = 2 GB/s at K = 2, 4: plausible.
+  std::vector<AllreduceObservation> good;
+  for (int k : {2, 4}) good.push_back({k, 4e6, RingAllreduceSeconds(k, 4e6, 50e-6, 2e9)});
+  StatusOr<AlphaBetaFit> ok = FitRingAllreduce(good);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->undetermined, "");
+
+  // The case: 2 ranks on one host, 400 kB in 67 ms: beta = 0.006 GB/s.
+  StatusOr<AlphaBetaFit> slow = FitRingAllreduceOrBandwidth({{2, 4e5, 0.067}, {2, 4e5, 0.067}});
+  ASSERT_TRUE(slow.ok());
+  EXPECT_NEAR(slow->bandwidth_bytes_per_second, 4e5 / 0.067, 1);
+  EXPECT_NE(slow->undetermined.find("beta = 0.00597 GB/s is below 1 GB/s, slower than shared "
+                                    "memory or loopback"),
+            std::string::npos)
+      << slow->undetermined;
+  EXPECT_NE(slow->undetermined.find("waiting"), std::string::npos);
+  // The same over two hosts is below Fast Ethernet too; 0.11 GB/s (a 1 Gb/s link) is not,
+  // though it would be on one host.
+  StatusOr<AlphaBetaFit> net =
+      FitRingAllreduceOrBandwidth({{2, 4e5, 0.067, 2}, {2, 4e5, 0.067, 2}});
+  ASSERT_TRUE(net.ok());
+  EXPECT_FALSE(net->one_host);
+  EXPECT_NE(net->undetermined.find("below 100 Mb/s Fast Ethernet (0.0125 GB/s)"),
+            std::string::npos)
+      << net->undetermined;
+  StatusOr<AlphaBetaFit> gbit = FitRingAllreduceOrBandwidth({{2, 4e6, 0.036, 2}, {2, 4e6, 0.037, 2}});
+  ASSERT_TRUE(gbit.ok());
+  EXPECT_EQ(gbit->undetermined, "");
+  StatusOr<AlphaBetaFit> gbit_one_host =
+      FitRingAllreduceOrBandwidth({{2, 4e6, 0.036}, {2, 4e6, 0.037}});
+  ASSERT_TRUE(gbit_one_host.ok());
+  EXPECT_NE(gbit_one_host->undetermined.find("below 1 GB/s"), std::string::npos);
+
+  // A single point: nothing tests the fit.
+  StatusOr<AlphaBetaFit> one = FitRingAllreduceOrBandwidth({{2, 4e6, 0.004}});
+  ASSERT_TRUE(one.ok());
+  EXPECT_NE(one->undetermined.find("one multi-rank run"), std::string::npos) << one->undetermined;
+
+  // The unconstrained fit wants alpha < 0: clamped, latency not determined. t = n/beta - 1 ms.
+  std::vector<AllreduceObservation> neg;
+  for (int k : {2, 4, 8}) {
+    neg.push_back({k, 4e7, RingAllreduceSeconds(k, 4e7, 0, 1e9) - 2.0 * (k - 1) * 1e-3});
+  }
+  StatusOr<AlphaBetaFit> clamped = FitRingAllreduce(neg);
+  ASSERT_TRUE(clamped.ok());
+  EXPECT_TRUE(clamped->alpha_at_bound);
+  EXPECT_NE(clamped->undetermined.find("alpha < 0"), std::string::npos) << clamped->undetermined;
+
+  // Latency of 5 ms per ring step: waiting, not a link.
+  std::vector<AllreduceObservation> lag;
+  for (int k : {2, 4}) lag.push_back({k, 4e6, RingAllreduceSeconds(k, 4e6, 5e-3, 2e9)});
+  StatusOr<AlphaBetaFit> late = FitRingAllreduce(lag);
+  ASSERT_TRUE(late.ok());
+  EXPECT_NE(late->undetermined.find("alpha = 0.005 s per ring step is above 0.001 s"),
+            std::string::npos)
+      << late->undetermined;
+}
+
 }  // namespace
 }  // namespace batchlab::analysis

@@ -1,4 +1,4 @@
-// The opt-in stall rule through the real `batchlab sweep run`, real mpirun and fake_runner at the
+// The stall rule through the real `batchlab sweep run`, real mpirun and fake_runner at the
 // runner seam: a run whose evaluations stay at the chance level is stopped through the stop file
 // and recorded as `stalled` (finished, not retried, counted apart by `analyze target`); a run
 // above chance goes on; a bad rule is refused naming its field.
@@ -69,16 +69,40 @@ TEST_F(StallRuleTest, ARunAtChanceIsStoppedAndRecordedAsStalled) {
   EXPECT_EQ(attempts.output, "n\n1\n") << attempts.output;
 }
 
-TEST_F(StallRuleTest, ARunAboveChanceGoesOnAndNoRuleNoStop) {
+TEST_F(StallRuleTest, ARunAboveChanceGoesOn) {
   const std::string above =
       Spec("above", "0.5", R"("stall": {"evals": 3, "chance": 0.1},)");
   Run(above);
-  const std::string none = Spec("none", "0.1", "");
-  Run(none);
   const auto list =
       Cli("results list --where 'state=stalled or steps<40' --format csv --columns sweep");
   ASSERT_EQ(list.exit_code, 0) << list.output;
   EXPECT_EQ(list.output, "sweep\n") << list.output;
+}
+
+// Issue 33: on by default for a test_accuracy target on fashion-mnist (chance 0.1, 10
+// evaluations), said by `sweep plan`; "stall": false turns it off, a program's target leaves it
+// off with the reason.
+TEST_F(StallRuleTest, OnByDefaultWhereTheChanceLevelIsKnown) {
+  const std::string by_default = Spec("default", "0.1", "");
+  const auto plan = Cli("sweep plan '" + by_default + "' --no-validate");
+  EXPECT_EQ(plan.exit_code, 0) << plan.output;
+  EXPECT_NE(plan.output.find("note: stall rule on by default: a run whose last 10 evaluations of "
+                             "test_accuracy were all at chance (0.1 on fashion-mnist's 10 "
+                             "classes) or worse is stopped as stalled"),
+            std::string::npos)
+      << plan.output;
+  Run(by_default);
+  const nlohmann::json rows =
+      Json("results list --sweep default --format json --columns state,steps");
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0]["state"], "stalled");
+  EXPECT_LT(rows[0]["steps"].get<int>(), 40) << "it ran its whole budget";
+
+  const auto off = Cli("sweep plan '" + Spec("off", "0.1", R"("stall": false,)") +
+                       "' --no-validate");
+  EXPECT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_NE(off.output.find("note: the stall rule is off (\"stall\": false)"), std::string::npos)
+      << off.output;
 }
 
 TEST_F(StallRuleTest, ABadRuleIsRefusedNamingItsField) {

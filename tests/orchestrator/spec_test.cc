@@ -1,6 +1,8 @@
 // Validation: every error path of the spec parser names its JSON path and what is allowed.
 #include "orchestrator/spec/spec.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "tests/orchestrator/expect_invalid_spec.h"
@@ -191,6 +193,50 @@ TEST(SpecTest, MissingFileIsNotFound) {
   StatusOr<Spec> spec = LoadSpecFile("/nonexistent/spec.json");
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), StatusCode::kNotFound);
+}
+
+// The stall rule's default (issue 33): on where the chance level is known, off with the reason
+// elsewhere, and off when the spec says false.
+TEST(SpecTest, StallRuleOnByDefaultWhereTheChanceLevelIsKnown) {
+  auto parse = [](const std::string& base, const std::string& extra = "") {
+    return ParseSpec(R"({"name": "s", "base": {"batch_size": 64, )" + base + "}" + extra + "}",
+                     "t.json");
+  };
+  StatusOr<Spec> acc = parse(R"("target": {"metric": "test_accuracy", "op": ">=", "value": 0.8})");
+  ASSERT_TRUE(acc.ok()) << acc.status().message();
+  ASSERT_TRUE(acc->stall.has_value());
+  EXPECT_EQ(acc->stall->evals, kDefaultStallEvals);
+  EXPECT_DOUBLE_EQ(acc->stall->chance, 0.1);
+  StatusOr<Spec> loss = parse(R"("target": {"metric": "test_loss", "op": "<=", "value": 0.5})");
+  ASSERT_TRUE(loss.ok() && loss->stall.has_value());
+  EXPECT_DOUBLE_EQ(loss->stall->chance, std::log(10.0));
+  // A user program, another data set, a metric without a chance level, no target: off.
+  struct Off {
+    const char* base;
+    const char* says;
+  };
+  for (const Off& c :
+       {Off{R"("program": {"command": ["/bin/true"]}, "target": {"metric": "test_accuracy", )"
+            R"("op": ">=", "value": 0.8})",
+            "the chance level of a user program's test_accuracy is not known"},
+        Off{R"("data": {"name": "csv"}, "target": {"metric": "test_accuracy", "op": ">=", )"
+            R"("value": 0.8})",
+            "the chance level of data set csv is not known"},
+        Off{R"("target": {"metric": "loss", "op": "<=", "value": 0.5})",
+            "no chance level for a loss <= target"},
+        Off{R"("budget": {"steps": 10})", ""}}) {
+    StatusOr<Spec> s = parse(c.base);
+    ASSERT_TRUE(s.ok()) << c.base << ": " << s.status().message();
+    EXPECT_FALSE(s->stall.has_value()) << c.base;
+    EXPECT_NE(s->stall_note.find(c.says), std::string::npos) << s->stall_note;
+    if (*c.says == '\0') {
+      EXPECT_EQ(s->stall_note, "") << "no target, nothing to say";
+    }
+  }
+  StatusOr<Spec> off = parse(R"("target": {"metric": "test_accuracy", "op": ">=", "value": 0.8})",
+                             R"(, "stall": false)");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_FALSE(off->stall.has_value());
 }
 
 }  // namespace
