@@ -31,15 +31,26 @@ function check(ok, what) {
   }
 }
 
-function csvRows(name) {
+function csvTable(name) {
   const lines = fs.readFileSync(path.join(reportDir, name), 'utf8').trim().split(/\r?\n/);
-  return lines.slice(1).map((l) => l.split(','));
+  return { header: lines[0].split(','), rows: lines.slice(1).map((l) => l.split(',')) };
+}
+function csvRows(name) {
+  return csvTable(name).rows;
 }
 
 // What the study implies, from the fixture's definition and the report's own tables.
 const frontier = csvRows('pareto.csv').length;
-const projection = csvRows('projection.csv');
-const projectedFrontier = projection.filter((r) => r[r.length - 1] === 'yes').length;
+const projectionTable = csvTable('projection.csv');
+const projection = projectionTable.rows;
+const frontierColumn = projectionTable.header.indexOf('frontier');
+const projectedFrontier = projection.filter((r) => r[frontierColumn] === 'yes').length;
+// The best LR per batch size the report found (the lr_law chart's data, from the study's LR
+// grid): a filled point where the best lies inside the LRs tried, an open one at the grid's edge.
+const reportCharts = JSON.parse(fs.readFileSync(path.join(reportDir, 'report.html'), 'utf8')
+  .match(/<script type="application\/json" id="batchlab-charts">([\s\S]*?)<\/script>/)[1]);
+const lrChart = reportCharts.find((c) => c.id === 'lr_law');
+const bestLrs = lrChart ? lrChart.spec.layer.find((l) => l.name === 'points').data.values : [];
 // A strong-scaling row with a flag is not a result (its efficiency is empty): it is not drawn.
 const strong = csvRows('scaling_strong.csv').filter((r) => r[7] !== '');
 const strongGroups = new Set(strong.map((r) => r[0])).size;
@@ -54,6 +65,8 @@ function expected(runsWithCurves) {
     gns: { series_marks: 19 },
     scaling: { lines_marks: strongGroups, points_marks: strong.length },
     projection: { points_marks: projection.length, frontier_marks: projectedFrontier > 0 ? 1 : 0 },
+    ...(lrChart ? { lr_law: { points_marks: bestLrs.filter((b) => b.filled).length,
+                              edge_points_marks: bestLrs.filter((b) => !b.filled).length } } : {}),
   };
 }
 
@@ -238,7 +251,12 @@ async function main() {
           labelled.projection >= Math.min(5, Math.ceil(projectedFrontier / 2)),
           `projection labels: ${marks.projection.labels_marks} drawn, ${labelled.projection} placed, frontier ${projectedFrontier}`);
     const readings = await page.$$eval('figure.chart figcaption', (f) => f.map((x) => x.textContent));
-    check(readings.length === 9 && readings.every((r) => r.length > 20 && r.endsWith('.')),
+    // The synthetic study has two LRs per batch size: the chart lists a best LR for each.
+    check(lrChart && bestLrs.length >= 2,
+          `the lr_law chart lists the best LR of ${bestLrs.length} batch sizes ` +
+          `(${bestLrs.filter((b) => b.filled).length} inside the LRs tried)`);
+    check(readings.length === Object.keys(expected(29)).length &&
+          readings.every((r) => r.length > 20 && r.endsWith('.')),
           'every chart has a one-sentence reading: ' + JSON.stringify(readings));
     // The runs' rank counts (1, 2, 4) have a shape legend on the steps and Pareto charts (with
     // the projection's rank counts: one K mapping across the report).
