@@ -12,6 +12,7 @@
 #include "analysis/report/report.h"
 #include "analysis/report/report_charts.h"
 #include "analysis/data/table.h"
+#include "base/self_executable.h"
 
 #ifndef BATCHLAB_WEB_MODULES
 #define BATCHLAB_WEB_MODULES "web/node_modules"
@@ -186,8 +187,8 @@ std::string ChartLibraryDir() {
   // <prefix>/share/batchlab/web/node_modules. A build tree has no such folder and reads the source
   // tree's web/node_modules, whose path the build compiled in.
   std::error_code ec;
-  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
+  const std::filesystem::path self = SelfExecutable();
+  if (!self.empty()) {
     const std::filesystem::path installed =
         self.parent_path().parent_path() / "share" / "batchlab" / "web" / "node_modules";
     if (std::filesystem::is_directory(installed, ec)) return installed.string();

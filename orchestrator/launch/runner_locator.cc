@@ -9,6 +9,7 @@
 #include <boost/filesystem.hpp>
 #include <boost/process/search_path.hpp>
 
+#include "base/self_executable.h"
 #include "orchestrator/spec/program.h"
 
 namespace batchlab::orchestrator {
@@ -20,8 +21,7 @@ namespace fs = boost::filesystem;
 StatusOr<std::string> LocateBinary(const std::string& name, const std::vector<std::string>& dirs,
                                    const std::string& self_exe, std::vector<std::string>* looked) {
   auto accept = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-  boost::system::error_code ec;
-  fs::path self = self_exe.empty() ? fs::read_symlink("/proc/self/exe", ec) : fs::path(self_exe);
+  const fs::path self = self_exe.empty() ? fs::path(SelfExecutable()) : fs::path(self_exe);
   if (!self.empty()) {
     for (const std::string& d : dirs) {
       fs::path candidate = self.parent_path() / d / name;
