@@ -134,6 +134,9 @@ inline std::string PreemptPath(std::string_view dir) { return InDir(dir, kPreemp
 inline std::string ResumePath(std::string_view dir) { return InDir(dir, kResumeFile); }
 inline std::string BranchFromPath(std::string_view dir) { return InDir(dir, kBranchFromFile); }
 inline std::string CheckpointDirPath(std::string_view dir) { return InDir(dir, kCheckpointDir); }
+inline std::string CheckpointShardPath(std::string_view dir, int64_t step, int rank) {
+  return InDir(CheckpointDirPath(dir), CheckpointShardName(step, rank));
+}
 inline std::string LaunchPath(std::string_view dir) { return InDir(dir, kLaunchFile); }
 inline std::string JobScriptPath(std::string_view dir) { return InDir(dir, kJobScriptFile); }
 inline std::string RankPlacePath(std::string_view dir, int rank) {

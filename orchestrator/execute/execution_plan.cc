@@ -70,8 +70,7 @@ Status Execution::ReleaseBranches(double now) {
     for (const std::string& d : dirs) {
       bool all = true;
       for (int rank = 0; rank < r.world_size && all; ++rank) {
-        all = fs::exists(fs::path(d) / protocol::kCheckpointDir /
-                         protocol::CheckpointShardName(r.branch_step, rank));
+        all = fs::exists(protocol::CheckpointShardPath(d, r.branch_step, rank));
       }
       ready = ready || all;
     }

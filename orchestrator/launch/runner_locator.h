@@ -17,7 +17,8 @@
 namespace batchlab::orchestrator {
 
 // An absolute path to an executable batchlab-runner, or NOT_FOUND listing where it looked.
-// `flag` is the --runner value ("" if not given); `self_exe` defaults to SelfExecutable() (base/self_executable.h).
+// `flag` is the --runner value ("" if not given); `self_exe` defaults to SelfExecutable()
+// (base/self_executable.h).
 StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& self_exe = "");
 
 // An absolute path to batchlab-rank (program.h): next to the running `batchlab`, then PATH.

@@ -83,7 +83,8 @@ struct Worker {
   void Retire() {
     if (retired) return;
     retired = true;
-    WriteFileAtomically(protocol::WorkerQuitPath(dir), "").IgnoreError();  // the SIGTERM below stops it too
+    // The SIGTERM below stops it too.
+    WriteFileAtomically(protocol::WorkerQuitPath(dir), "").IgnoreError();
     if (!ended) job->Terminate();
   }
   // Every rank's exit code for job n once all have written theirs: the first failure, else

@@ -93,7 +93,7 @@ Status ValidateRunsWithRunner(const std::string& runner, const std::vector<Plann
       if (!seen.emplace(DistinctKey(run.config), checked.size()).second) continue;
       json c = run.config;
       c["attempt"] = 1;
-      c["metrics_path"] = (dir.path() / protocol::kMetricsFile).string();
+      c["metrics_path"] = protocol::MetricsPath(dir.path().string());
       out << c.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
       checked.push_back(&run);
     }

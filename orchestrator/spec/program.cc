@@ -162,8 +162,8 @@ Status ValidateWithCommand(const std::vector<std::string>& command, const std::s
   }
   json c = config;
   c["attempt"] = 1;
-  c["metrics_path"] = (dir / protocol::kMetricsFile).string();
-  const std::string path = (dir / protocol::kConfigFile).string();
+  c["metrics_path"] = protocol::MetricsPath(dir.string());
+  const std::string path = protocol::ConfigPath(dir.string());
   std::ofstream(path) << c.dump(2) << "\n";
   std::vector<std::string> argv = command;
   argv.insert(argv.end(), {"--validate", "--config", path});

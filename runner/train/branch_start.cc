@@ -40,7 +40,7 @@ constexpr uint64_t kBranchOrderStream = 1;
 }  // namespace
 
 void Trainer::ReadBranchFrom(const std::string& attempt_dir) {
-  std::ifstream in(fs::path(attempt_dir) / protocol::kBranchFromFile);
+  std::ifstream in(protocol::BranchFromPath(attempt_dir));
   if (!in) return;
   const json from = json::parse(in, nullptr, /*allow_exceptions=*/false);
   const auto list = from.is_object() ? from.find("trunk_dirs") : from.end();
@@ -59,11 +59,10 @@ void Trainer::MaybeStartBranch() {
   const BranchConfig& br = config_.branch;
   if (!br.present()) return;
   if (config_.mode != "train") return;
-  const std::string name = protocol::CheckpointShardName(br.at_step, rank_);
   std::optional<CheckpointFile> file;
   std::string tried;
   for (const std::string& dir : trunk_dirs_) {
-    const fs::path path = fs::path(dir) / protocol::kCheckpointDir / name;
+    const fs::path path = protocol::CheckpointShardPath(dir, br.at_step, rank_);
     if (!fs::exists(path)) {
       tried += fmt::format("\n  {}: no such file", path.string());
       continue;

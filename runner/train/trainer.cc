@@ -290,7 +290,7 @@ void Trainer::Allreduce(torch::Tensor& tensor, ReduceOp op) {
 
 void Trainer::set_stop_file(std::string path) {
   stop_file_ = std::move(path);
-  prune_file_ = (std::filesystem::path(stop_file_).parent_path() / protocol::kPruneAtFile).string();
+  prune_file_ = protocol::PruneAtPath(std::filesystem::path(stop_file_).parent_path().string());
 }
 
 void Trainer::CheckPruneBound() {

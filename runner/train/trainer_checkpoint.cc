@@ -170,7 +170,7 @@ struct Candidate {
 std::vector<Candidate> CandidatesOf(const std::vector<EarlierAttempt>& earlier) {
   std::vector<Candidate> out;
   for (const EarlierAttempt& a : earlier) {
-    const fs::path dir = fs::path(a.dir) / protocol::kCheckpointDir;
+    const fs::path dir = protocol::CheckpointDirPath(a.dir);
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
       const int64_t step = CheckpointStepOf(it->path().filename().string());
@@ -187,11 +187,11 @@ std::vector<Candidate> CandidatesOf(const std::vector<EarlierAttempt>& earlier) 
 }  // namespace
 
 void Trainer::set_attempt_dir(const std::string& dir) {
-  set_stop_file((fs::path(dir) / protocol::kStopFile).string());
-  preempt_file_ = (fs::path(dir) / protocol::kPreemptFile).string();
-  checkpoint_dir_ = (fs::path(dir) / protocol::kCheckpointDir).string();
+  set_stop_file(protocol::StopPath(dir));
+  preempt_file_ = protocol::PreemptPath(dir);
+  checkpoint_dir_ = protocol::CheckpointDirPath(dir);
   ReadBranchFrom(dir);
-  std::ifstream in(fs::path(dir) / protocol::kResumeFile);
+  std::ifstream in(protocol::ResumePath(dir));
   if (!in) return;
   const json resume = json::parse(in, nullptr, /*allow_exceptions=*/false);
   const auto list = resume.is_object() ? resume.find("attempts") : resume.end();
