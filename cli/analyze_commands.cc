@@ -228,6 +228,7 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       tables = {SyncTable(sync)};
     } else if (what == "pareto") {
       ParetoSection p = AnalyzePareto(target);
+      MarkIncomparableTimings(RunTimings(sweep.runs, o.skip_steps), &p);
       j["pareto"] = ParetoJson(p);
       tables = ParetoTables(p);
     } else if (what == "project" || what == "recommend") {
@@ -241,6 +242,7 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       } else {
         const CritSection crit = AnalyzeCrit(target, GnsSection{}, o);
         RecommendationSection r = AnalyzeRecommendation(target, crit, p, prefer);
+        MarkIncomparableTimings(s.timings, &r);
         SetRecommendationLrs(AnalyzeLr(sweep, target, o), &r);
         j["recommendation"] = RecommendationJson(r);
         headline = RecommendationLines(r);
@@ -321,16 +323,17 @@ void AddAnalyzeCommands(CLI::App& app, CliContext& ctx) {
       cmd->add_flag("--series", flags->series, "Include each run's smoothed series (json)");
     }
     if (std::string(kind.name) == "cbs") {
-      cmd->add_option("--tolerance", flags->cbs.cbs.tolerance,
-                      "Loss gap to the smallest branch batch still counted as recovered (epsilon)")
-          ->capture_default_str()
+      cmd->add_option("--tolerance", flags->cbs.tolerance,
+                      "Loss gap to the smallest branch batch still counted as recovered "
+                      "(epsilon; default: the spec's branch.tolerance, else 0.01)")
           ->check(CLI::Range(0.0, 10.0));
       cmd->add_option("--metric", flags->cbs.metric, "The branches' loss: test_loss or loss")
           ->capture_default_str()
           ->check(CLI::IsMember(
               std::vector<std::string>{protocol::kMetricTestLoss, protocol::kMetricLoss}));
-      cmd->add_option("--smooth", flags->cbs.smooth, "Last evaluations averaged per branch")
-          ->capture_default_str()
+      cmd->add_option("--smooth", flags->cbs.smooth,
+                      "Last evaluations averaged per branch (default: the spec's "
+                      "branch.smooth_evals, else 1)")
           ->check(CLI::Range(1, 1000));
       cmd->add_option("--margin", flags->cbs.margin,
                       "The schedule doubles the batch when B_crit's low end reaches margin x it")

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,11 @@ struct SweepData {
   int version = 0;
   std::string target;          // the runs' configured target as "metric>=value" text; empty if none
   std::string lr_search_path;  // the spec's `lr_search` path ("lr.base"); empty without one
+  // A branch study's analysis settings as the spec set them (docs/spec.md "Branch studies"):
+  // `analyze cbs` and the report use them unless --tolerance / --smooth say otherwise, so the
+  // analysis agrees with the study's exact pruning. Unset when the spec does not name them.
+  std::optional<double> branch_tolerance;
+  std::optional<int> branch_smooth_evals;
   std::vector<RunData> runs;
   // Runs with a batch schedule (config "batch_schedule", docs/spec.md): several batch sizes in one
   // run, so kept apart from `runs`, which every from-scratch estimate (steps to target per batch

@@ -102,6 +102,15 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
     if (spec.is_object() && spec.contains("lr_search") && spec["lr_search"].is_object()) {
       sweep.lr_search_path = spec["lr_search"].value("path", std::string("lr.base"));
     }
+    if (spec.is_object() && spec.contains("branch") && spec["branch"].is_object()) {
+      const nlohmann::json& branch = spec["branch"];
+      if (branch.contains("tolerance") && branch["tolerance"].is_number()) {
+        sweep.branch_tolerance = branch["tolerance"].get<double>();
+      }
+      if (branch.contains("smooth_evals") && branch["smooth_evals"].is_number_integer()) {
+        sweep.branch_smooth_evals = branch["smooth_evals"].get<int>();
+      }
+    }
   }
   std::unordered_map<int64_t, size_t> by_key;  // run_key -> index in sweep.runs
   std::vector<bool> scheduled;                  // indexed like sweep.runs: a batch schedule

@@ -323,6 +323,17 @@ std::string ConditionsDiffer(const RunTiming& a, const RunTiming& b) {
   return "";
 }
 
+std::string TimingsDiffer(const std::vector<RunTiming>& timings, const std::string& run_a,
+                          const std::string& run_b) {
+  const RunTiming* a = nullptr;
+  const RunTiming* b = nullptr;
+  for (const RunTiming& t : timings) {
+    if (t.run_id == run_a) a = &t;
+    if (t.run_id == run_b) b = &t;
+  }
+  return a && b ? ConditionsDiffer(*a, *b) : "";
+}
+
 std::vector<ScalingRow> StrongScaling(const std::vector<RunTiming>& timings, int resamples,
                                       double confidence, uint64_t seed) {
   return Scale(timings, true, resamples, confidence, seed);

@@ -51,11 +51,15 @@ std::string BcritInterval(const CbsPoint& p) {
 CbsSection AnalyzeCbs(const SweepData& sweep, const CbsSectionOptions& options) {
   CbsSection s;
   s.metric = options.metric;
-  s.tolerance = options.cbs.tolerance;
-  const std::vector<BranchPointData> data = BranchPointsOf(sweep, options.metric, options.smooth);
+  CbsOptions cbs = options.cbs;
+  cbs.tolerance = options.tolerance.value_or(sweep.branch_tolerance.value_or(cbs.tolerance));
+  const int smooth = options.smooth.value_or(sweep.branch_smooth_evals.value_or(1));
+  s.tolerance = cbs.tolerance;
+  s.smooth_evals = smooth;
+  const std::vector<BranchPointData> data = BranchPointsOf(sweep, options.metric, smooth);
   std::vector<CbsPoint> first_trunk;
   for (const BranchPointData& d : data) {
-    StatusOr<CbsPoint> p = EstimateCbs(d, options.cbs);
+    StatusOr<CbsPoint> p = EstimateCbs(d, cbs);
     if (!p.ok()) {
       s.problems.push_back(p.status().message());
       continue;
@@ -147,7 +151,8 @@ std::vector<Table> CbsTables(const CbsSection& s, bool questions) {
 }
 
 nlohmann::json CbsJson(const CbsSection& s) {
-  nlohmann::json j = {{"metric", s.metric}, {"tolerance", s.tolerance}};
+  nlohmann::json j = {
+      {"metric", s.metric}, {"tolerance", s.tolerance}, {"smooth_evals", s.smooth_evals}};
   nlohmann::json pts = nlohmann::json::array();
   for (const CbsTrunkPoint& tp : s.points) {
     const CbsPoint& p = tp.point;

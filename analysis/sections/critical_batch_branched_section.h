@@ -4,7 +4,7 @@
 // the trunk's B_simple at that point (McCandlish et al. 2018, on the same axis), and a reading;
 // then the batch-size schedule the curve recommends with its predicted saving in steps.
 //
-//   CbsSectionOptions o;   // metric test_loss, 3 evaluations, ε 0.01, margin 1
+//   CbsSectionOptions o;   // metric test_loss; ε and evaluations the spec's (0.01, 1); margin 1
 //   CbsSection s = AnalyzeCbs(sweep, o);
 //   fmt::print("{}", CbsTables(s)[0].ToText());  nlohmann::json j = CbsJson(s);
 #ifndef BATCHLAB_ANALYSIS_SECTIONS_CRITICAL_BATCH_BRANCHED_SECTION_H_
@@ -25,7 +25,10 @@ namespace batchlab::analysis {
 
 struct CbsSectionOptions {
   std::string metric = protocol::kMetricTestLoss;
-  int smooth = 1;       // the last evaluations averaged per branch (the same samples for every k)
+  // The last evaluations averaged per branch (the same samples for every k) and the tolerance ε
+  // (cbs.tolerance): unset, the spec's branch.smooth_evals / branch.tolerance, else 1 and 0.01.
+  std::optional<int> smooth;
+  std::optional<double> tolerance;
   double margin = 1.0;  // the schedule switches when B_crit (low end) >= margin x next batch
   double beta = 0.99;   // EMA of the trunk's noise-scale series
   CbsOptions cbs;
@@ -42,7 +45,8 @@ struct CbsSection {
   std::optional<BatchSchedule> schedule;  // of the first trunk
   int64_t trunk_samples = 0;              // that trunk's budget in samples (its samples seen)
   std::string metric;
-  double tolerance = 0;
+  double tolerance = 0;  // ε and the evaluations averaged per branch that the estimate used
+  int smooth_evals = 1;
 };
 
 CbsSection AnalyzeCbs(const SweepData& sweep, const CbsSectionOptions& options);

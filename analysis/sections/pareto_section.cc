@@ -1,6 +1,8 @@
 // `batchlab analyze pareto` (see pareto_section.h).
 #include "analysis/sections/pareto_section.h"
 
+#include <tuple>
+
 #include <fmt/core.h>
 
 #include "analysis/sections/section_format.h"
@@ -25,6 +27,20 @@ ParetoSection AnalyzePareto(const TargetSection& target) {
   return out;
 }
 
+void MarkIncomparableTimings(const std::vector<RunTiming>& timings, ParetoSection* p) {
+  const TargetHit* base = nullptr;
+  auto key = [](const TargetHit* h) { return std::tie(h->batch_size, h->world_size, h->seconds); };
+  for (const TargetHit* h : p->hits) {
+    if (!base || key(h) < key(base)) base = h;
+  }
+  p->incomparable.assign(p->points.size(), "");
+  if (!base) return;
+  p->baseline_label = base->label;
+  for (size_t i = 0; i < p->hits.size(); ++i) {
+    p->incomparable[i] = TimingsDiffer(timings, base->run_id, p->hits[i]->run_id);
+  }
+}
+
 std::vector<Table> ParetoTables(const ParetoSection& p) {
   const char* unit = ComputeUnitName(p.compute.unit);
   Table t{"pareto",
@@ -44,12 +60,30 @@ std::vector<Table> ParetoTables(const ParetoSection& p) {
       "{} of {} runs that reached the target are on the frontier (no other run is both faster "
       "and cheaper); frontier order: fastest first; {} {}.",
       p.frontier.size(), p.points.size(), p.compute.Note(), kTrainSecondsDefinition));
+  std::string differ;
+  for (size_t i : p.frontier) {
+    if (i >= p.incomparable.size() || p.incomparable[i].empty()) continue;
+    differ += fmt::format("{}{}: {}", differ.empty() ? "" : "; ", p.hits[i]->label,
+                          p.incomparable[i]);
+  }
+  if (!differ.empty()) {
+    t.notes.push_back(fmt::format(
+        "Timings not comparable with the baseline {} (docs/methods.md, \"Same conditions\"): {}; "
+        "their place on the frontier is not one of batch size and rank count alone.",
+        p.baseline_label, differ));
+  }
   return {t};
 }
 
 json ParetoJson(const ParetoSection& p) {
   json front = json::array();
-  for (size_t i : p.frontier) front.push_back(HitJson(*p.hits[i], p.compute.unit));
+  for (size_t i : p.frontier) {
+    json h = HitJson(*p.hits[i], p.compute.unit);
+    if (i < p.incomparable.size() && !p.incomparable[i].empty()) {
+      h["timings_incomparable"] = p.incomparable[i];
+    }
+    front.push_back(std::move(h));
+  }
   return {{"compute_unit", ComputeUnitName(p.compute.unit)},
           {"compute_note", p.compute.Note()},
           {"frontier", front},

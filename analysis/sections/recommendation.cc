@@ -90,6 +90,7 @@ nlohmann::json OneJson(const Recommendation& r) {
       r.doubling_saving ? nlohmann::json(*r.doubling_saving) : nlohmann::json(nullptr);
   j["sentence"] = RecommendationSentence(r);
   if (r.projected) j["model_check"] = r.check;
+  if (!r.incomparable.empty()) j["timings_incomparable"] = r.incomparable;
   return j;
 }
 
@@ -270,7 +271,19 @@ std::string RecommendationSentence(const Recommendation& r) {
          " (the projection table's notes give each difference its reason).";
   }
   if (r.projected && !r.check.empty()) s += " " + r.check;
+  if (!r.incomparable.empty()) {
+    s += " Timings not comparable: " + r.incomparable +
+         ", so the speed-up and the compute ratio are not those of the batch size and rank count "
+         "alone (docs/methods.md, \"Same conditions\").";
+  }
   return s;
+}
+
+void MarkIncomparableTimings(const std::vector<RunTiming>& timings, RecommendationSection* s) {
+  for (Recommendation& r : s->measured) {
+    if (!r.status.ok() || r.choice.run_id == r.baseline.run_id) continue;
+    r.incomparable = TimingsDiffer(timings, r.choice.run_id, r.baseline.run_id);
+  }
 }
 
 std::string CritSentence(const Recommendation& r) {

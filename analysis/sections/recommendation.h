@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/estimators/critical_batch_fit.h"
+#include "analysis/estimators/scaling.h"
 #include "analysis/sections/study.h"
 #include "analysis/data/table.h"
 #include "base/status.h"
@@ -93,6 +94,9 @@ struct Recommendation {
   std::optional<double> doubling_saving;  // DoublingSaving(choice.batch_size, B_crit)
   // A projection's model check (ModelCheck::Sentence), printed beside it.
   std::string check;
+  // Measured: why the choice's and the baseline's timings are not comparable (TimingsDiffer,
+  // set by MarkIncomparableTimings); printed beside the speed-up it puts in doubt.
+  std::string incomparable;
 };
 
 Recommendation RecommendMeasured(const TargetSection& target, const CritSection& crit,
@@ -125,6 +129,10 @@ struct RecommendationSection {
 };
 RecommendationSection AnalyzeRecommendation(const TargetSection& target, const CritSection& crit,
                                             const ProjectionSection& projection, Preference prefer);
+
+// The one comparability rule (TimingsDiffer, analysis/estimators/scaling.h) applied to every
+// measured recommendation: its choice's run against its baseline's.
+void MarkIncomparableTimings(const std::vector<RunTiming>& timings, RecommendationSection* s);
 
 // The chosen preference's sentences: measured, its B_crit sentence, projected.
 std::vector<std::string> RecommendationLines(const RecommendationSection& section);

@@ -9,10 +9,14 @@
 #include "analysis/sections/recommendation.h"
 
 #include <cmath>
+#include <vector>
 #include <string>
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "analysis/sections/pareto_section.h"
 
 namespace batchlab::analysis {
 namespace {
@@ -79,6 +83,50 @@ TEST(RecommendationTest, PreferencesPickTheClosedFormOptima) {
   EXPECT_NEAR(time.speedup, base / (StepsAt(400) * StepSeconds(400, 2)), 1e-9);
   EXPECT_NEAR(time.compute_ratio, 2 * StepsAt(400) * StepSeconds(400, 2) / base, 1e-9);
   EXPECT_EQ(time.candidates, 14);
+}
+
+// One comparability rule (TimingsDiffer) beside every timed comparison: the time choice B=400 on
+// 2 ranks ran oversubscribed where its baseline B=25 on 1 rank did not, so its speed-up and its
+// place on the frontier say so; the compute choice (no recorded conditions) and every other
+// frontier point say nothing.
+TEST(RecommendationTest, IncomparableTimingsAreSaidBesideTheSpeedupAndOnTheFrontier) {
+  const TargetSection t = Grid();
+  std::vector<RunTiming> timings(2);
+  timings[0].run_id = "b25k1s1";
+  timings[1].run_id = "b400k2s1";
+  for (RunTiming& x : timings) {
+    x.host = "node1";
+    x.cpus = 2;
+  }
+  timings[0].load = 1;
+  timings[1].load = 3;  // 3 ranks on 2 cores: oversubscribed
+  RecommendationSection r = AnalyzeRecommendation(t, Crit(t), ProjectionSection{}, Preference::kTime);
+  MarkIncomparableTimings(timings, &r);
+  const Recommendation& time = r.measured[static_cast<int>(Preference::kTime)];
+  EXPECT_EQ(time.choice.run_id, "b400k2s1");
+  EXPECT_NE(time.incomparable.find("oversubscribed"), std::string::npos) << time.incomparable;
+  EXPECT_NE(RecommendationSentence(time).find("Timings not comparable: one oversubscribed"),
+            std::string::npos)
+      << RecommendationSentence(time);
+  EXPECT_EQ(RecommendationJson(r)["measured"]["timings_incomparable"], time.incomparable);
+  const Recommendation& compute = r.measured[static_cast<int>(Preference::kCompute)];
+  EXPECT_EQ(compute.incomparable, "");
+  EXPECT_EQ(RecommendationSentence(compute).find("not comparable"), std::string::npos);
+
+  ParetoSection p = AnalyzePareto(t);
+  MarkIncomparableTimings(timings, &p);
+  EXPECT_EQ(p.baseline_label, "B=25 K=1");
+  int flagged = 0;
+  for (size_t i = 0; i < p.points.size(); ++i) {
+    flagged += !p.incomparable[i].empty();
+    EXPECT_EQ(p.incomparable[i].empty(), p.hits[i]->run_id != "b400k2s1") << p.hits[i]->run_id;
+  }
+  EXPECT_EQ(flagged, 1);
+  const std::vector<Table> tables = ParetoTables(p);
+  const std::string notes = fmt::format("{}", fmt::join(tables.front().notes, "\n"));
+  EXPECT_NE(notes.find("Timings not comparable with the baseline B=25 K=1"), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("B=400 K=2: one oversubscribed"), std::string::npos) << notes;
 }
 
 TEST(RecommendationTest, BalancedIsTheLeastTimeTimesComputeAndOnTheFrontier) {

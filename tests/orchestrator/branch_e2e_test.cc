@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <boost/process.hpp>
@@ -55,7 +57,9 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
   testing::TempDir dir;
   const SweepRun run = RunBranchStudy(
       dir, "branchy",
-      R"({"at_steps": [4], "multipliers": [1, 2], "lr_rule": "linear", "delta_samples": 64})", "2");
+      R"({"at_steps": [4], "multipliers": [1, 2], "lr_rule": "linear", "delta_samples": 64,
+          "tolerance": 0.5})",
+      "2");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string db = dir.path() + "/batchlab.db";
   auto rdb = results::OpenReadOnly(db);
@@ -87,15 +91,25 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
   }
   EXPECT_EQ(branch_from, 2);
 
-  bp::ipstream out;
-  bp::child a(BATCHLAB_BIN,
-              bp::args({"--db", db, "analyze", "cbs", "--sweep", "branchy", "--format", "json"}),
-              bp::std_out > out, bp::std_err > (dir.path() + "/err2.txt"));
-  std::stringstream text;
-  text << out.rdbuf();
-  a.wait();
-  ASSERT_EQ(a.exit_code(), 0) << Slurp(dir.path() + "/err2.txt");
-  const nlohmann::json j = nlohmann::json::parse(text.str());
+  auto analyze_cbs = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--db", db, "analyze", "cbs", "--sweep", "branchy",
+                                      "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    bp::ipstream out;
+    bp::child a(BATCHLAB_BIN, bp::args(args), bp::std_out > out,
+                bp::std_err > (dir.path() + "/err2.txt"));
+    std::stringstream text;
+    text << out.rdbuf();
+    a.wait();
+    EXPECT_EQ(a.exit_code(), 0) << Slurp(dir.path() + "/err2.txt");
+    return nlohmann::json::parse(text.str(), nullptr, false);
+  };
+  // The analysis takes the spec's branch.tolerance (which its pruning used) unless told otherwise.
+  EXPECT_EQ(analyze_cbs({"--tolerance", "0.02"})["cbs"]["tolerance"], 0.02);
+  const nlohmann::json j = analyze_cbs({});
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["cbs"]["tolerance"], 0.5);
+  EXPECT_EQ(j["cbs"]["smooth_evals"], 1);
   ASSERT_EQ(j["cbs"]["points"].size(), 1u) << j.dump(2);
   const nlohmann::json& p = j["cbs"]["points"][0];
   EXPECT_EQ(p["at_step"], 4);
