@@ -306,7 +306,6 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
     for (const json& s : tc["checkpoint"]["at_steps"]) keep.insert(s.get<long long>());
     tc["checkpoint"]["at_steps"] = std::vector<long long>(keep.begin(), keep.end());
 
-    const long long world = tc["world_size"].get<long long>();
     const long long accum = tc["accumulation"].get<long long>();
     const long long trunk_nodes = tc["nodes"].get<long long>();
     const long long rpn = tc["ranks_per_node"].get<long long>();

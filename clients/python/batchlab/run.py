@@ -16,7 +16,7 @@ cadence and when preempted (SIGUSR2, SIGTERM or the `preempt` file: checkpoint, 
     run.on_checkpoint(lambda: {"model": model.state_dict(), "opt": opt.state_dict()})
     state = run.resume()                    # None on a fresh start
     if state: model.load_state_dict(state["model"]); opt.load_state_dict(state["opt"])
-    epoch, index = run.data_position        # where this rank's data continues
+    epoch, index = run.data_position        # where the data continues (global batches)
     # or, for objects with state_dict()/load_state_dict(): run.resumable(model=model, opt=opt)
 
 A batch-size schedule (config `batch_schedule`, as batchlab-runner trains it): run.steps() sets

@@ -1,13 +1,13 @@
-"""Which rows of the training set each rank reads in each step (run.batches(N), docs/byo-program.md):
-the order does not depend on how the run is split (docs/protocol.md, "Elastic resume"). Every
-epoch the N rows are shuffled by a generator of (seed, epoch) — one global order, the same on
-every rank at every rank count — and a step's global batch is the next B rows of it; rank r of K
-reads rows [r·B/K, (r+1)·B/K) of that batch. A step whose global batch no longer fits in the
-rows left starts the next epoch (floor(N / B) steps an epoch at every K: the runner's sampler
-rule, runner/data/shard_sampler.h; batch_schedule.data_cursor). So a checkpoint written at K
-ranks goes on at K' on the same samples. At one rank this is the order client format 1 read.
-Pure Python: no torch needed, and the same lists on every machine (random.Random with a string
-seed hashes it with SHA-512)."""
+"""Which rows of the training set each rank reads in each step (run.batches(N),
+docs/byo-program.md): the order does not depend on how the run is split (docs/protocol.md,
+"Elastic resume"). Every epoch the N rows are shuffled by a generator of (seed, epoch) — one
+global order, the same on every rank at every rank count — and a step's global batch is the next
+B rows of it; rank r of K reads rows [r·B/K, (r+1)·B/K) of that batch. A step whose global
+batch no longer fits in the rows left starts the next epoch (floor(N / B) steps an epoch at
+every K: the runner's sampler rule, runner/data/shard_sampler.h; batch_schedule.data_cursor).
+So a checkpoint written at K ranks goes on at K' on the same samples. At one rank this is the
+order client format 1 read. Pure Python: no torch needed, and the same lists on every machine
+(random.Random with a string seed hashes it with SHA-512)."""
 
 import random
 
