@@ -73,7 +73,7 @@ void Trainer::MaybeStartBranch() {
     if (!fs::exists(path)) path = protocol::CheckpointShardPath(dir, br.at_step, 0);
     if (!fs::exists(path)) {
       tried += fmt::format("\n  {}: no such file",
-                           protocol::CheckpointShardPath(dir, br.at_step, rank_).string());
+                           protocol::CheckpointShardPath(dir, br.at_step, rank_));
       continue;
     }
     try {

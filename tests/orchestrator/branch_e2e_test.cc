@@ -8,6 +8,7 @@
 // reads the 2-node branches as a point of their own, marked.
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -93,6 +94,13 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
               "b.run_key = " + k1_2nodes + " AND t.run_key = " + trunk + " AND b.name_id = " +
               loss),
             4);
+  const std::string worst = "SELECT CAST(round(max(abs(t.value - b.value) / abs(t.value)) * 1e12) "
+                            "AS INTEGER) FROM metrics b JOIN metrics t ON t.step = b.step + 4 AND "
+                            "t.name_id = b.name_id WHERE b.run_key = " + k1_2nodes +
+                            " AND t.run_key = " + trunk + " AND b.name_id = " + loss;
+  std::cout << "k = 1 branch at 2 nodes of a 1-node trunk: largest relative loss difference to "
+               "the trunk's steps 5-8 "
+            << static_cast<double>(q(worst)) * 1e-12 << "\n";
   // Every branch got the trunk's folders.
   int branch_from = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() + "/runs")) {
