@@ -126,6 +126,7 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
   out.at_step = point.at_step;
   out.at_samples = point.at_samples;
   out.trunk_batch = point.trunk_batch;
+  out.nodes = point.nodes;
   out.lr_factor_by_k = point.lr_factor_by_k;
   const double b0 = static_cast<double>(point.trunk_batch);
   std::vector<double> ks;
@@ -278,7 +279,11 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
   out.b_crit.low = (std::isfinite(ci.low) ? ci.low : k_max) * b0;
   out.b_crit.high = (std::isfinite(ci.high) ? ci.high : k_max) * b0;
 
-  const std::string where = fmt::format("After {} trunk samples", point.at_samples);
+  const std::string where =
+      point.nodes == 0
+          ? fmt::format("After {} trunk samples", point.at_samples)
+          : fmt::format("After {} trunk samples, branching at {} nodes", point.at_samples,
+                        point.nodes);
   if (!out.interval_available) {
     // One value per k: nothing to resample; an interval would have zero width.
     out.b_crit.low = out.b_crit.high = std::nan("");
@@ -306,7 +311,9 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
 
 std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::string& metric,
                                             int smooth) {
-  std::map<std::tuple<std::string, int64_t>, BranchPointData> points;
+  std::map<std::tuple<std::string, int64_t, int64_t>, BranchPointData> points;
+  std::map<std::string, int> trunk_nodes;  // run id -> nodes
+  for (const RunData& r : sweep.runs) trunk_nodes[r.id] = r.nodes;
   for (const RunData& r : sweep.runs) {
     auto trunk = r.params.find("branch.trunk_run_id");
     auto step = r.params.find("branch.at_step");
@@ -323,9 +330,13 @@ std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::s
     if (s == nullptr || s->empty()) continue;
     const std::string id = nlohmann::json::parse(trunk->second).get<std::string>();
     const int64_t at = std::stoll(step->second);
-    BranchPointData& p = points[{id, at}];
+    // A branch at another node count than its trunk's (branch.nodes): a point of its own.
+    const auto tn = trunk_nodes.find(id);
+    const int64_t nodes = tn != trunk_nodes.end() && tn->second != r.nodes ? r.nodes : 0;
+    BranchPointData& p = points[{id, at, nodes}];
     p.trunk_id = id;
     p.at_step = at;
+    p.nodes = nodes;
     if (auto a = r.params.find("branch.at_samples"); a != r.params.end()) {
       p.at_samples = std::stoll(a->second);
     }
@@ -348,7 +359,8 @@ std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::s
     out.push_back(std::move(p));
   }
   std::sort(out.begin(), out.end(), [](const BranchPointData& a, const BranchPointData& b) {
-    return std::tie(a.trunk_id, a.at_samples) < std::tie(b.trunk_id, b.at_samples);
+    return std::tie(a.trunk_id, a.at_samples, a.nodes) <
+           std::tie(b.trunk_id, b.at_samples, b.nodes);
   });
   return out;
 }

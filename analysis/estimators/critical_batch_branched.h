@@ -52,6 +52,9 @@ struct BranchPointData {
   int64_t at_step = 0;
   int64_t at_samples = 0;  // trunk samples seen at the point (tokens: x tokens per sample)
   int64_t trunk_batch = 0;  // B0
+  // The branches' node count where it is not the trunk's (a branch study's `nodes`: each count
+  // is a point of its own); 0: the trunk's.
+  int64_t nodes = 0;
   std::vector<BranchRun> runs;
   // With an LR search per branch batch: each k's chosen factor (the lowest mean loss after Δ);
   // `runs` then holds only the chosen factor's branches. Empty without a search.
@@ -86,6 +89,7 @@ struct CbsPerK {
 struct CbsPoint {
   std::string trunk_id;
   int64_t at_step = 0, at_samples = 0, trunk_batch = 0;
+  int64_t nodes = 0;           // the branches' node count where not the trunk's; 0: the trunk's
   std::vector<CbsPerK> per_k;  // increasing k
   std::map<double, double> lr_factor_by_k;  // the LR search per branch batch's choice (if any)
   // Merrill's rule (ε = tolerance): a grid batch size; `merrill_censored` when it is the largest.
@@ -110,8 +114,9 @@ struct CbsPoint {
 StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& options);
 
 // The branch points of a sweep: its runs with params branch.* (orchestrator/spec/branch_study.h),
-// grouped by trunk and point, each with the last `smooth` values of `metric`. Runs that did not
-// finish (failed, cancelled, still running) are left out.
+// grouped by trunk, point and (where it differs from the trunk's) node count, each with the last
+// `smooth` values of `metric`. Runs that did not finish (failed, cancelled, still running) are
+// left out.
 std::vector<BranchPointData> BranchPointsOf(const SweepData& sweep, const std::string& metric,
                                             int smooth);
 

@@ -71,7 +71,8 @@ CbsSection AnalyzeCbs(const SweepData& sweep, const CbsSectionOptions& options) 
       tp.b_simple = BSimpleAt(r, d.at_step, options.beta);
       if (d.trunk_id == data.front().trunk_id) s.trunk_samples = LastStep(r) * r.batch_size;
     }
-    if (d.trunk_id == data.front().trunk_id) first_trunk.push_back(*p);
+    // The schedule follows the branches at the trunk's own node count.
+    if (d.trunk_id == data.front().trunk_id && d.nodes == 0) first_trunk.push_back(*p);
     s.points.push_back(std::move(tp));
   }
   if (!first_trunk.empty() && s.trunk_samples > 0) {
@@ -82,6 +83,13 @@ CbsSection AnalyzeCbs(const SweepData& sweep, const CbsSectionOptions& options) 
 }
 
 std::vector<Table> CbsTables(const CbsSection& s, bool questions) {
+  // A `nodes` column only when some branches ran at another node count than their trunk
+  // (branch.nodes): "-" where a point's branches kept the trunk's.
+  bool other_nodes = false;
+  for (const CbsTrunkPoint& tp : s.points) other_nodes = other_nodes || tp.point.nodes != 0;
+  auto nodes_of = [](const CbsPoint& p) {
+    return p.nodes == 0 ? std::string("-") : std::to_string(p.nodes);
+  };
   Table curve{"cbs_over_training",
               "Critical batch size over training (branch study)",
               {"trunk", "at_step", "samples_seen", "B0", "b_crit", "b_crit_low", "b_crit_high",
@@ -93,8 +101,13 @@ std::vector<Table> CbsTables(const CbsSection& s, bool questions) {
               {"at_step", "k", "batch_size", "seeds", "loss", "gap", "gap_low", "gap_high"},
               {},
               {}};
+  if (other_nodes) {
+    curve.columns.insert(curve.columns.begin() + 2, "nodes");
+    per_k.columns.insert(per_k.columns.begin() + 1, "nodes");
+  }
   for (const CbsTrunkPoint& tp : s.points) {
     const CbsPoint& p = tp.point;
+    const size_t first_k_row = per_k.rows.size();
     curve.rows.push_back({p.trunk_id, std::to_string(p.at_step), std::to_string(p.at_samples),
                           std::to_string(p.trunk_batch), Bcrit(p),
                           p.interval_available ? FormatNumber(p.b_crit.low) : "-",
@@ -109,6 +122,12 @@ std::vector<Table> CbsTables(const CbsSection& s, bool questions) {
                             std::to_string(k.batch_size), std::to_string(k.seeds),
                             FormatNumber(k.loss), FormatNumber(k.gap.value),
                             FormatNumber(k.gap.low), FormatNumber(k.gap.high)});
+    }
+    if (other_nodes) {
+      curve.rows.back().insert(curve.rows.back().begin() + 2, nodes_of(p));
+      for (size_t i = first_k_row; i < per_k.rows.size(); ++i) {
+        per_k.rows[i].insert(per_k.rows[i].begin() + 1, nodes_of(p));
+      }
     }
     if (!p.lr_factor_by_k.empty()) {
       std::vector<std::string> chosen;
@@ -129,6 +148,13 @@ std::vector<Table> CbsTables(const CbsSection& s, bool questions) {
       "batch within the tolerance (Merrill et al. 2025). b_simple: the trunk's noise scale at "
       "the point (McCandlish et al. 2018).",
       s.tolerance, s.metric));
+  if (other_nodes) {
+    curve.notes.push_back(
+        "nodes: the node count the point's branches ran at where it is not their trunk's "
+        "(branch.nodes; \"-\": the trunk's); each count is a curve of its own, started from the "
+        "trunk's checkpoint re-sharded (docs/protocol.md, \"Elastic resume\"), and the schedule "
+        "follows the trunk's.");
+  }
   for (const std::string& p : s.problems) curve.notes.push_back("not estimated: " + p);
   if (questions) {
     for (const std::string& n : EstimateQuestionNotes()) curve.notes.push_back(n);
@@ -185,6 +211,8 @@ nlohmann::json CbsJson(const CbsSection& s) {
                    {"bootstrap", p.bootstrap},
                    {"branches", ks},
                    {"reading", p.reading}});
+    // Only where the branches ran at another node count than the trunk's (branch.nodes).
+    if (p.nodes != 0) pts.back()["nodes"] = p.nodes;
   }
   j["points"] = pts;
   j["problems"] = s.problems;

@@ -78,17 +78,18 @@ def evaluate(model, x, y):
 
 
 def batches(n, local_batch, rank, world, seed, start=(0, 0)):
-    """This rank's shard of the training rows, reshuffled every epoch, in local batches, from
-    `start` = (epoch, batches already taken in it): the same batches as the uninterrupted run."""
+    """This rank's part of every step's global batch (world x local_batch rows of one order of
+    all n rows, reshuffled every epoch, the same at every world size), from `start` = (epoch,
+    global batches already taken in it): the rows of the uninterrupted run, at any rank count."""
     g = torch.Generator().manual_seed(seed)
-    shard = torch.randperm(n, generator=g)[rank::world][:n // world]
+    batch = world * local_batch
     epoch, skip = start
     for _ in range(epoch):  # the shuffles of the epochs already trained
-        torch.randperm(len(shard), generator=g)
+        torch.randperm(n, generator=g)
     while True:
-        order = shard[torch.randperm(len(shard), generator=g)]
-        for i in range(skip * local_batch, len(order) - local_batch + 1, local_batch):
-            yield order[i:i + local_batch]
+        order = torch.randperm(n, generator=g)
+        for i in range(skip * batch, n - batch + 1, batch):
+            yield order[i + rank * local_batch:i + (rank + 1) * local_batch]
         skip = 0
 
 

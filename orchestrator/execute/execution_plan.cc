@@ -66,10 +66,13 @@ Status Execution::ReleaseBranches(double now) {
       continue;
     }
     BATCHLAB_ASSIGN_OR_RETURN(std::vector<std::string> dirs, TrunkDirs(r.trunk_id));
+    // Every shard the trunk writes: a branch may run at another rank count (branch.nodes).
+    const std::optional<size_t> writer = table_.IndexOf(r.trunk_id);
+    const int trunk_world = writer ? plan_.runs[*writer].world_size : r.world_size;
     bool ready = false;
     for (const std::string& d : dirs) {
       bool all = true;
-      for (int rank = 0; rank < r.world_size && all; ++rank) {
+      for (int rank = 0; rank < trunk_world && all; ++rank) {
         all = fs::exists(protocol::CheckpointShardPath(d, r.branch_step, rank));
       }
       ready = ready || all;

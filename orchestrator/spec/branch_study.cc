@@ -60,12 +60,13 @@ Status ParseBranchStudy(const ordered_json& o, BranchStudy* out) {
   }
   static const std::vector<std::string> kKeys = {
       "at_steps",      "at_samples", "every_samples", "at_fractions", "multipliers", "lr_rule",
-      "lr_factors",    "delta_samples", "seeds",      "smooth_evals", "tolerance"};
+      "lr_factors",    "delta_samples", "seeds",      "nodes",        "smooth_evals",
+      "tolerance"};
   for (auto it = o.begin(); it != o.end(); ++it) {
     if (std::find(kKeys.begin(), kKeys.end(), it.key()) == kKeys.end()) {
       return Bad(it.key(), "unknown field; allowed here: at_steps, at_samples, every_samples, "
                            "at_fractions, multipliers, lr_rule, lr_factors, delta_samples, "
-                           "seeds, smooth_evals, tolerance" +
+                           "seeds, nodes, smooth_evals, tolerance" +
                                DidYouMean(it.key(), kKeys));
     }
   }
@@ -163,6 +164,26 @@ Status ParseBranchStudy(const ordered_json& o, BranchStudy* out) {
     }
     if (std::set<long long>(b.seeds.begin(), b.seeds.end()).size() != b.seeds.size()) {
       return Bad("seeds", "has a seed twice; list each once");
+    }
+  }
+  if (o.contains("nodes")) {
+    const ordered_json& n = o["nodes"];
+    if (!n.is_array() || n.empty()) {
+      return Bad("nodes", fmt::format("{} is not a non-empty array of node counts, e.g. [1, 2, 4] "
+                                      "(every branch runs at each)",
+                                      n.dump()));
+    }
+    for (size_t i = 0; i < n.size(); ++i) {
+      BATCHLAB_ASSIGN_OR_RETURN(
+          long long v, PositiveInteger(n[i], fmt::format("nodes[{}]", i), "e.g. 2"));
+      if (v > kMaxNodes) {
+        return Bad(fmt::format("nodes[{}]", i),
+                   fmt::format("{} is more than {} nodes", v, kMaxNodes));
+      }
+      b.nodes.push_back(v);
+    }
+    if (std::set<long long>(b.nodes.begin(), b.nodes.end()).size() != b.nodes.size()) {
+      return Bad("nodes", "has a node count twice; list each once");
     }
   }
   if (o.contains("smooth_evals")) {
@@ -285,8 +306,21 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
     for (const json& s : tc["checkpoint"]["at_steps"]) keep.insert(s.get<long long>());
     tc["checkpoint"]["at_steps"] = std::vector<long long>(keep.begin(), keep.end());
 
-    const long long world = tc["world_size"].get<long long>();
     const long long accum = tc["accumulation"].get<long long>();
+    const long long trunk_nodes = tc["nodes"].get<long long>();
+    const long long rpn = tc["ranks_per_node"].get<long long>();
+    // The branches' node counts: the study's (each a branch of its own), else the trunk's.
+    const std::vector<long long> node_counts =
+        study.nodes.empty() ? std::vector<long long>{trunk_nodes} : study.nodes;
+    for (size_t j = 0; j < study.nodes.size(); ++j) {
+      long long w = 0;
+      if (__builtin_mul_overflow(study.nodes[j], rpn, &w) || w > kMaxWorldSize) {
+        return Bad(fmt::format("nodes[{}]", j),
+                   fmt::format("world_size = nodes x ranks_per_node = {} x {} is more than {} "
+                               "ranks, the largest job batchlab launches",
+                               study.nodes[j], rpn, kMaxWorldSize));
+      }
+    }
     std::vector<long long> batches;
     for (size_t i = 0; i < study.multipliers.size(); ++i) {
       const double k = study.multipliers[i];
@@ -298,11 +332,20 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
                                "that makes k x {} an integer",
                                k, b0, exact, b0));
       }
-      if (batch % (world * accum) != 0) {
-        return Bad(fmt::format("multipliers[{}]", i),
-                   fmt::format("{} x {} = batch {} is not divisible by world_size x accumulation "
-                               "= {} x {}; use a k whose batch is a multiple of {}",
-                               k, b0, batch, world, accum, world * accum));
+      for (size_t j = 0; j < node_counts.size(); ++j) {
+        const long long w = node_counts[j] * rpn;
+        if (batch % (w * accum) == 0) continue;
+        if (study.nodes.empty()) {
+          return Bad(fmt::format("multipliers[{}]", i),
+                     fmt::format("{} x {} = batch {} is not divisible by world_size x "
+                                 "accumulation = {} x {}; use a k whose batch is a multiple of {}",
+                                 k, b0, batch, w, accum, w * accum));
+        }
+        return Bad(fmt::format("nodes[{}]", j),
+                   fmt::format("{} nodes x {} ranks_per_node x accumulation {} = {} does not "
+                               "divide the batch {} of multipliers[{}] = {}; use node counts "
+                               "whose ranks divide every branch batch",
+                               node_counts[j], rpn, accum, w * accum, batch, i, k));
       }
       if (study.delta_samples % batch != 0) {
         return Bad("delta_samples",
@@ -320,53 +363,69 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
       for (size_t i = 0; i < batches.size(); ++i) {
         for (double factor : study.lr_factors) {
           for (long long seed : seeds) {
-            PlannedRun b = trunk;
-            json& c = b.config;
-            c.erase("run_id");
-            c["batch_size"] = batches[i];
-            c["local_batch_size"] = batches[i] / world;
-            c["micro_batch_size"] = batches[i] / (world * accum);
-            // The LR search per branch batch scales the rule's LR (factor 1: the rule's own).
-            c["lr"]["base"] = factor == 1 ? trunk_lr : trunk_lr * factor;
-            c["lr"]["base_batch_size"] = b0;
-            c["lr"]["rule"] = study.lr_rule;
-            c["lr"]["warmup_steps"] = 0;
-            c["budget"] = {{"samples", study.delta_samples}};
-            c["target"] = nullptr;
-            c["seed"] = seed;
-            c["checkpoint"]["at_steps"] = json::array();
-            // Evaluations at the same samples for every k (Δ/4, Δ/2, 3Δ/4, Δ when they are whole
-            // steps, else only at the end): the analysis's smoothing then covers the same window.
-            const long long branch_steps = study.delta_samples / batches[i];
-            c["eval"]["every_steps"] =
-                branch_steps % kEvalsPerBranch == 0 ? branch_steps / kEvalsPerBranch : 0;
-            c["branch"] = {{"trunk_run_id", trunk.id},
-                           {"at_step", step},
-                           {"at_samples", step * b0},
-                           {"trunk_batch_size", b0},
-                           {"multiplier", study.multipliers[i]}};
-            b.id = RunIdOf(c);
-            if (!seen.insert(b.id).second) continue;
-            c["run_id"] = b.id;
-            b.ordinal = static_cast<int>(plan->runs.size());
-            b.trunk_id = trunk.id;
-            b.branch_step = step;
-            b.params["seed"] = std::to_string(seed);
-            b.params["batch_size"] = std::to_string(batches[i]);
-            b.params["branch.at_step"] = std::to_string(step);
-            b.params["branch.multiplier"] = json(study.multipliers[i]).dump();
-            b.params["branch.trunk_run_id"] = json(trunk.id).dump();
-            b.params["branch.at_samples"] = std::to_string(step * b0);
-            b.params["branch.trunk_batch_size"] = std::to_string(b0);
-            if (study.lr_factors.size() > 1) b.params["branch.lr_factor"] = json(factor).dump();
-            b.sources["batch_size"] = fmt::format("branch.multipliers[{}]", i);
-            b.scaled_lr =
-                run_values::ScaledLr(c["lr"]["base"].get<double>(), batches[i], b0, study.lr_rule)
-                    .value_or(trunk_lr);
-            b.expected_seconds =
-                std::max(1.0, trunk.expected_seconds * static_cast<double>(study.delta_samples) /
-                                  static_cast<double>(total * b0));
-            plan->runs.push_back(std::move(b));
+            for (size_t j = 0; j < node_counts.size(); ++j) {
+              PlannedRun b = trunk;
+              json& c = b.config;
+              c.erase("run_id");
+              const long long w = node_counts[j] * rpn;
+              if (!study.nodes.empty()) {  // else the trunk's (and the run id without the field's)
+                c["nodes"] = node_counts[j];
+                c["world_size"] = w;
+                // Slots and GPUs per rank as the trunk's.
+                b.slots = static_cast<int>(trunk.slots / trunk.world_size * w);
+                b.gpus = static_cast<int>(trunk.gpus_per_rank * w);
+                b.world_size = static_cast<int>(w);
+              }
+              c["batch_size"] = batches[i];
+              c["local_batch_size"] = batches[i] / w;
+              c["micro_batch_size"] = batches[i] / (w * accum);
+              // The LR search per branch batch scales the rule's LR (factor 1: the rule's own).
+              c["lr"]["base"] = factor == 1 ? trunk_lr : trunk_lr * factor;
+              c["lr"]["base_batch_size"] = b0;
+              c["lr"]["rule"] = study.lr_rule;
+              c["lr"]["warmup_steps"] = 0;
+              c["budget"] = {{"samples", study.delta_samples}};
+              c["target"] = nullptr;
+              c["seed"] = seed;
+              c["checkpoint"]["at_steps"] = json::array();
+              // Evaluations at the same samples for every k (Δ/4, Δ/2, 3Δ/4, Δ when they are
+              // whole steps, else only at the end): the analysis's smoothing then covers the same
+              // window.
+              const long long branch_steps = study.delta_samples / batches[i];
+              c["eval"]["every_steps"] =
+                  branch_steps % kEvalsPerBranch == 0 ? branch_steps / kEvalsPerBranch : 0;
+              c["branch"] = {{"trunk_run_id", trunk.id},
+                             {"at_step", step},
+                             {"at_samples", step * b0},
+                             {"trunk_batch_size", b0},
+                             {"multiplier", study.multipliers[i]}};
+              b.id = RunIdOf(c);
+              if (!seen.insert(b.id).second) continue;
+              c["run_id"] = b.id;
+              b.ordinal = static_cast<int>(plan->runs.size());
+              b.trunk_id = trunk.id;
+              b.branch_step = step;
+              b.params["seed"] = std::to_string(seed);
+              b.params["batch_size"] = std::to_string(batches[i]);
+              b.params["branch.at_step"] = std::to_string(step);
+              b.params["branch.multiplier"] = json(study.multipliers[i]).dump();
+              b.params["branch.trunk_run_id"] = json(trunk.id).dump();
+              b.params["branch.at_samples"] = std::to_string(step * b0);
+              b.params["branch.trunk_batch_size"] = std::to_string(b0);
+              if (study.lr_factors.size() > 1) b.params["branch.lr_factor"] = json(factor).dump();
+              if (!study.nodes.empty()) {
+                b.params["nodes"] = std::to_string(node_counts[j]);
+                b.sources["nodes"] = fmt::format("branch.nodes[{}]", j);
+              }
+              b.sources["batch_size"] = fmt::format("branch.multipliers[{}]", i);
+              b.scaled_lr =
+                  run_values::ScaledLr(c["lr"]["base"].get<double>(), batches[i], b0, study.lr_rule)
+                      .value_or(trunk_lr);
+              b.expected_seconds =
+                  std::max(1.0, trunk.expected_seconds * static_cast<double>(study.delta_samples) /
+                                    static_cast<double>(total * b0));
+              plan->runs.push_back(std::move(b));
+            }
           }
         }
       }

@@ -14,6 +14,9 @@
 // target; the study's seed; and "branch" {trunk_run_id, at_step, at_samples, trunk_batch_size,
 // multiplier}, so its run id names its trunk and point. The trunk gets the points in
 // checkpoint.at_steps (not part of its id: adding a branch study leaves the trunk the same run).
+// With "nodes": [n, ...] every branch also runs at each of those node counts (its config's
+// nodes, world_size and local sizes; it starts from the trunk's checkpoint re-sharded, docs/
+// protocol.md "Elastic resume"); without it a branch keeps the trunk's nodes (and its run id).
 //
 //   BATCHLAB_RETURN_IF_ERROR(ParseBranchStudy(doc["branch"], &spec.branch));   // spec.cc
 //   BATCHLAB_RETURN_IF_ERROR(AddBranches(spec.branch, &plan));                // expansion.cc
@@ -44,6 +47,7 @@ struct BranchStudy {
   std::vector<double> lr_factors = {1};
   long long delta_samples = 0;
   std::vector<long long> seeds;  // empty: the trunk's own seed
+  std::vector<long long> nodes;  // the branches' node counts; empty: the trunk's
   int smooth_evals = 1;          // analysis: the mean of a branch's last evaluations
   double tolerance = 0.01;       // analysis: the loss gap still counted as "recovered"
 };

@@ -13,7 +13,11 @@
 //
 // The trunk's attempt folders come from branch_from.json in this attempt's folder (the
 // orchestrator writes it; docs/protocol.md); the checkpoint is checked against the trunk's run id
-// (not its config hash: the branch's config differs by design), its world size and step.
+// (not its config hash: the branch's config differs by design) and step. The branch may run at
+// another rank count K' than the trunk's K (a branch study's `nodes`): its state is the same in
+// every shard of format 2, so rank r' reads the trunk's shard r' when r' < K and r' mod K's
+// otherwise, as an elastic resume does (trainer_checkpoint.cc); with the trunk's seed a rank the
+// trunk had not (r' >= K) seeds its generator from (seed, r', at_step), a stream of its own.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +40,8 @@ constexpr uint64_t kBranchOrderSalt = 0xb4a9c4;
 // The re-deal is of the global order, the same on every rank (format 1 dealt each rank's shard
 // with stream rank + 1; one rank's stream 1 is kept, so a one-rank branch deals as before).
 constexpr uint64_t kBranchOrderStream = 1;
+// A branch rank the trunk had no generator for (a branch at more ranks than its trunk).
+constexpr uint64_t kBranchRankSalt = 0xb4a9e1;
 
 }  // namespace
 
@@ -62,21 +68,32 @@ void Trainer::MaybeStartBranch() {
   std::optional<CheckpointFile> file;
   std::string tried;
   for (const std::string& dir : trunk_dirs_) {
-    const fs::path path = protocol::CheckpointShardPath(dir, br.at_step, rank_);
+    fs::path path = protocol::CheckpointShardPath(dir, br.at_step, rank_);
+    // Fewer trunk ranks than this branch has: rank 0's shard says how many.
+    if (!fs::exists(path)) path = protocol::CheckpointShardPath(dir, br.at_step, 0);
     if (!fs::exists(path)) {
-      tried += fmt::format("\n  {}: no such file", path.string());
+      tried += fmt::format("\n  {}: no such file",
+                           protocol::CheckpointShardPath(dir, br.at_step, rank_));
       continue;
     }
     try {
       file = ReadCheckpointFile(path.string(), br.trunk_run_id, /*config_hash=*/"");
-      if (file->header.value("world_size", 0) != world_) {
-        throw CheckpointRejected(fmt::format("it was written by {} ranks, this run has {}",
-                                             file->header.value("world_size", 0), world_));
+      const int trunk_world = file->header.value("world_size", 0);
+      if (trunk_world < 1) throw CheckpointRejected("its world size is missing");
+      if (rank_ < trunk_world && file->header.value("rank", -1) != rank_) {
+        throw CheckpointRejected(fmt::format("rank {}'s shard of it is missing", rank_));
+      }
+      if (rank_ >= trunk_world && file->header.value("rank", -1) != rank_ % trunk_world) {
+        path = protocol::CheckpointShardPath(dir, br.at_step, rank_ % trunk_world);
+        file = ReadCheckpointFile(path.string(), br.trunk_run_id, /*config_hash=*/"");
+        if (file->header.value("world_size", 0) != trunk_world) {
+          throw CheckpointRejected("its shards disagree on the world size");
+        }
       }
       if (file->header.value("step", int64_t{-1}) != br.at_step) {
         throw CheckpointRejected("its step differs from its name");
       }
-      if (file->header.value("format", 0) < 2 && world_ > 1) {
+      if (file->header.value("format", 0) < 2 && (world_ > 1 || trunk_world != world_)) {
         throw CheckpointRejected(
             "it is of format 1 (one data shard per rank), which a branch does not rebuild; "
             "run the trunk again with this batchlab");
@@ -102,6 +119,19 @@ void Trainer::MaybeStartBranch() {
     throw BadConfig("comm.sync: the trunk ran \"" + s.value("sync", std::string()) +
                     "\" and this branch \"" + config_.comm.sync + "\"; use the trunk's");
   }
+  const int trunk_world = file->header.value("world_size", 0);
+  const std::string& sync = config_.comm.sync;
+  if (trunk_world != world_ &&
+      (sync == "async_ps" || sync == "backup" ||
+       (sync == "local_sgd" && s.value("last_average", int64_t{0}) != br.at_step))) {
+    throw BadConfig(fmt::format(
+        "nodes: the trunk's checkpoint at step {} was written by {} ranks and this branch has "
+        "{}; comm.sync \"{}\" keeps a different state on every rank that cannot be re-sharded: "
+        "run the branch at nodes = the trunk's",
+        br.at_step, trunk_world, world_, sync));
+  }
+  // Rank r' < K takes its own trunk rank's generator; a rank the trunk had not, a fresh stream.
+  const bool own_stream = file->header.value("rank", -1) == rank_;
   torch::NoGradGuard no_grad;
   try {
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -135,8 +165,12 @@ void Trainer::MaybeStartBranch() {
   {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
-    if (trunk_seed) {
+    if (trunk_seed && own_stream) {
       gen.set_state(file->Tensor("rng.cpu"));
+    } else if (trunk_seed) {
+      gen.set_current_seed(DeriveSeed(static_cast<uint64_t>(config_.seed),
+                                      static_cast<uint64_t>(rank_) + 1,
+                                      kBranchRankSalt ^ static_cast<uint64_t>(br.at_step)));
     } else {
       gen.set_current_seed(DeriveSeed(static_cast<uint64_t>(config_.seed), br.at_step));
     }
@@ -144,8 +178,13 @@ void Trainer::MaybeStartBranch() {
   if (device_.is_cuda()) {  // dropout and other random kernels on the device
     at::Generator gen = DefaultGenerator(device_);
     std::lock_guard<std::mutex> lock(gen.mutex());
-    if (trunk_seed && file->Has("rng.cuda")) {
+    if (trunk_seed && own_stream && file->Has("rng.cuda")) {
       gen.set_state(file->Tensor("rng.cuda"));
+    } else if (trunk_seed && !own_stream) {
+      gen.set_current_seed(DeriveSeed(static_cast<uint64_t>(config_.seed),
+                                      static_cast<uint64_t>(rank_) + 1,
+                                      kBranchRankSalt ^ static_cast<uint64_t>(br.at_step)) +
+                           1);
     } else {
       gen.set_current_seed(DeriveSeed(static_cast<uint64_t>(config_.seed), br.at_step, 1));
     }

@@ -211,6 +211,27 @@ class BranchTest(TempDirTest):
             self.assertEqual(b[r][1], 0)
             self.assertEqual(b[r][2], t[r][2][AT:AT + 5])
 
+    def test_a_branch_at_another_rank_count_reads_the_trunks_rows_cut_by_rank(self):
+        # branch.nodes (docs/spec.md): the trunk ran at 1 rank, its k = 2 branch runs at 2; each
+        # branch rank reads the trunk's only shard (rank r mod 1) and its half of every global
+        # batch, which is the two trunk steps the trunk would have read next.
+        trunk = self.trunk()
+        _, _, trunk_rows = train(trunk)
+        branch = attempt_folder(self, "k2-2ranks", branch_config(2, delta=6 * B0), [trunk],
+                                world=2)
+        values, out = ThreadValues(2), {}
+
+        def one(r):
+            out[r] = train(branch, rank=r, world=2, values=values.for_rank(r))
+        threads = [threading.Thread(target=one, args=(r,)) for r in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual([out[r][1] for r in (0, 1)], [0, 0])
+        for r in (0, 1):
+            self.assertEqual(out[r][2], [trunk_rows[AT + 2 * i + r] for i in range(3)])
+
     def assert_exits(self, folder, code, *needles, **kwargs):
         err = io.StringIO()
         with contextlib.redirect_stderr(err):

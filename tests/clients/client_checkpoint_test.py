@@ -8,6 +8,7 @@ on a checkpoint when one rank's shard is corrupt.
 
 The program's "training" depends on its state, on Python's random generator and on the LR, so a
 wrong restore of any of them changes the losses."""
+import io
 import json
 import os
 import random
@@ -16,6 +17,7 @@ import resource
 import signal
 import threading
 import unittest
+from contextlib import redirect_stderr
 
 from client_test_support import TempDirTest
 import batchlab
@@ -430,6 +432,32 @@ class BadCheckpointTest(CheckpointTestCase):
         self.assertEqual(checkpoint.config_hash(a), checkpoint.config_hash(b))
         self.assertNotEqual(checkpoint.config_hash(a),
                             checkpoint.config_hash(dict(a, batch_size=16)))
+        # Format 2 leaves the split out (a checkpoint goes on at another K); format 1 did not.
+        split = dict(a, nodes=4, ranks_per_node=2, world_size=8)
+        self.assertEqual(checkpoint.config_hash(a), checkpoint.config_hash(split))
+        self.assertNotEqual(checkpoint.config_hash(a, 1), checkpoint.config_hash(split, 1))
+
+    def test_a_format_1_checkpoint_loads_at_its_one_rank_only(self):
+        # Client format 1: the same bytes but a config hash over the split. At one rank its
+        # data cursor is format 2's (the order was the global order), so it resumes exactly.
+        reference = self.reference()
+        run = self.interrupted(keep=1)
+        path = os.path.join(run.dirs[0], "checkpoints", "step-00000025.rank-0.ckpt")
+        rewrite_header(path, format=1, config_hash=checkpoint.config_hash(
+            load_run(run.dirs[0]).config, 1))
+        second, resumed, code = train(run.new())
+        self.assertEqual((resumed, code), (25, 0))
+        self.assertEqual([l["loss"] for l in steps_of(run.lines(2))],
+                         [l["loss"] for l in steps_of(reference)][25:])
+        # At two ranks it is refused with the reason (and the run starts over).
+        third = run.new({"nodes": 2, "batch_size": 16})
+        with open(os.path.join(third, protocol.RESUME_FILE), "w") as f:
+            json.dump({"attempts": [{"attempt": 1, "dir": run.dirs[0]}]}, f)
+        results = TwoRankTest.run_ranks(self, third)
+        self.assertEqual([results[r][1] for r in (0, 1)], [0, 0])
+        self.assertEqual(run.lines(3)[0]["rejected"], [{"file": path, "reason": (
+            "it was written by 1 ranks in client format 1, which resumes only at the rank "
+            "count that wrote it (elastic resume needs format 2)")}])
 
     def test_a_write_past_a_real_file_size_limit_keeps_the_previous_checkpoint(self):
         # RLIMIT_FSIZE makes the kernel refuse the write (EFBIG), as a full disk would
@@ -524,6 +552,44 @@ class TwoRankTest(CheckpointTestCase):
         self.assertEqual(line["rejected"], [{
             "file": os.path.join(run.dirs[0], "checkpoints", "step-00000010.rank-0.ckpt"),
             "reason": "another rank's shard of it is invalid (see stderr.log)"}])
+
+
+    def test_a_two_rank_checkpoint_goes_on_at_one_rank_unless_the_sync_keeps_rank_state(self):
+        # Elastic resume (the real 2 -> 4 -> 1 run with torch: client_elastic_resume_test.py):
+        # written by 2 ranks, read at 1 from rank 0's shard; the resume line says from 2.
+        run = Attempts(self, {"batch_size": 16, "nodes": 2, "checkpoint": {"every_steps": 5}})
+        self.run_ranks(run.new(), stop_after=12)
+        random.seed(7)
+        resumed = load_run(run.new({"nodes": 1}))
+        resumed.on_checkpoint(lambda: {})
+        self.assertEqual(resumed.resume()["w"], self.shard_w(run.dirs[0], 10, 0))
+        self.assertEqual((resumed.step, resumed.data_position), (10, (2, 2)))
+        self.assertEqual(resumed.data_position.rows, 32)  # global rows: 2 batches of 16
+        line = run.lines(2)[0]
+        self.assertEqual((line["kind"], line["step"], line["from_world_size"]), ("resume", 10, 2))
+        self.assertEqual(resumed._rng_pending["python"][1][:3],
+                         self.shard_rng(run.dirs[0], 10, 0)[1][:3])  # rank 0's own generator
+        resumed._finished = True
+        # comm.sync modes whose ranks keep different states refuse: exit 2 naming nodes.
+        run = Attempts(self, {"batch_size": 16, "nodes": 2, "checkpoint": {"every_steps": 5},
+                              "comm": {"sync": "async_ps"}})
+        self.run_ranks(run.new(), stop_after=12)
+        with self.assertRaises(SystemExit) as exited, redirect_stderr(io.StringIO()) as err:
+            load_run(run.new({"nodes": 1})).resume()
+        self.assertEqual(exited.exception.code, 2)
+        self.assertIn('nodes: the checkpoint at step 10 was written by 2 ranks and this run has '
+                      '1; comm.sync "async_ps" keeps a different state on every rank that '
+                      'cannot be re-sharded: resume at nodes = 2', err.getvalue())
+
+    def shard_payload(self, folder, step, rank):
+        path = os.path.join(folder, "checkpoints", protocol.checkpoint_file_name(step, rank))
+        return checkpoint.read_file(path, {"run_id": "r1", "config": None})[1]
+
+    def shard_w(self, folder, step, rank):
+        return self.shard_payload(folder, step, rank)["user"]["w"]
+
+    def shard_rng(self, folder, step, rank):
+        return self.shard_payload(folder, step, rank)["client"]["rng"]["python"]
 
 
 def rewrite_header(path, **fields):

@@ -280,11 +280,12 @@ class BatchScheduleTest(TempDirTest):
         self.assertEqual([l["lr"] for l in steps], [lr[b].at(i) for i, b in enumerate(batches)])
         self.assertEqual([(l["gns_b_small"], l["gns_b_big"]) for l in steps],
                          [(b // 2, b) for b in batches])
-        # Shard 500 rows per rank: 4 x 32 + 2 x 64 = 256 rows, step 7 takes 128 more (384);
-        # 512 > 500, so step 8 starts epoch 1 and step 11 epoch 2 (3 batches of 128 each).
+        # 1000 rows an epoch: 4 x 64 + 2 x 128 = 512 rows, step 7 takes 256 more (768);
+        # 1024 > 1000, so step 8 starts epoch 1 and step 11 epoch 2 (3 batches of 256 each).
+        # data_position.rows counts the epoch's global rows (the same at every world size).
         self.assertEqual([l["epoch"] for l in steps], [0] * 7 + [1] * 3 + [2] * 2)
         self.assertEqual(run.data_position, (2, 2))
-        self.assertEqual(run.data_position.rows, 256)
+        self.assertEqual(run.data_position.rows, 512)
         evals = [l for l in lines if l["kind"] == "eval"]
         self.assertEqual([(l["step"], l["samples"]) for l in evals],
                          [(10, samples[9]), (12, 2048)])
@@ -298,7 +299,7 @@ class BatchScheduleTest(TempDirTest):
         self.assertEqual(run.samples_after(8), 1024)
         run._finished = True
 
-    def test_a_batch_larger_than_the_shard_exits_2(self):
+    def test_a_batch_larger_than_the_training_set_exits_2(self):
         run = self.make(budget={"epochs": 1})
         with self.assertRaises(SystemExit) as e:
             run.start(train_samples=200)

@@ -12,6 +12,11 @@ environment batchlab gives (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...). `p
              itself params.signal (a number) in step params.signal_at; a later attempt resumes
              and writes the state it got.
   eval_on_rank0  only rank 0 calls log_eval (a mistake: every rank must).
+  elastic    two tiny MLPs under DDP on fixed random data, the rows of every step from
+             run.batches(N), run.backward with the config's accumulation: one with SGD and
+             momentum (its loss is `loss`), one with AdamW (its global mean loss is the metric
+             `loss_adamw`); both checkpointed through run.resumable; in attempt a, rank 0 sends
+             itself SIGUSR2 in step params.preempt_at[str(a)] (every rank checkpoints, exit 7).
 
 Each rank writes {"step": ..., "outcome": ..., "reference": [...]} to params.out + ".rank<r>".
 """
@@ -95,6 +100,44 @@ def preempt(run, p):
     return {"resumed": state}
 
 
+def elastic(run, p):
+    import torch.nn.functional as F
+    torch.set_num_threads(1)
+    n, d, classes = p["train_samples"], 6, 3
+    gen = torch.Generator().manual_seed(0)
+    x_all = torch.randn(n, d, generator=gen)
+    y_all = (x_all @ torch.randn(d, classes, generator=gen)
+             + 0.5 * torch.randn(n, classes, generator=gen)).argmax(1)
+
+    def mlp():
+        torch.manual_seed(1)
+        return DistributedDataParallel(torch.nn.Sequential(
+            torch.nn.Linear(d, 16), torch.nn.Tanh(), torch.nn.Linear(16, classes)))
+
+    sgd_model, adamw_model = mlp(), mlp()
+    sgd = torch.optim.SGD(sgd_model.parameters(), lr=0.1, momentum=0.9)
+    adamw = torch.optim.AdamW(adamw_model.parameters(), lr=0.01, weight_decay=0.01)
+    resumed = run.resumable(sgd_model=sgd_model, sgd=sgd, adamw_model=adamw_model, adamw=adamw)
+    stop = p.get("preempt_at", {}).get(str(run.cfg.attempt))
+    rows = run.batches(n)
+    for step in run.steps(n, sgd):
+        for group in adamw.param_groups:
+            group["lr"] = run.lr(step) / 10
+        idx = torch.tensor(next(rows))
+        x, y = x_all[idx], y_all[idx]
+        sgd.zero_grad()
+        loss = run.backward(sgd_model, F.cross_entropy, x, y)
+        sgd.step()
+        adamw.zero_grad()
+        loss_adamw = run.backward(adamw_model, F.cross_entropy, x, y)
+        adamw.step()
+        dist.all_reduce(loss_adamw)  # the global mean, as log_step takes the loss's
+        if step == stop and run.rank == 0:
+            os.kill(os.getpid(), signal.SIGUSR2)
+        run.log_step(loss, loss_adamw=loss_adamw / run.world_size)
+    return {"resumed_step": resumed}
+
+
 def eval_on_rank0(run, p):
     # The pattern of many DDP scripts: only rank 0 evaluates (and calls log_eval).
     for step in run.steps():
@@ -109,7 +152,7 @@ def main():
     dist.init_process_group("gloo")
     p = run.params
     reference = {"decisions": decisions, "gns": gns, "preempt": preempt,
-                 "eval_on_rank0": eval_on_rank0}[p["mode"]](run, p)
+                 "eval_on_rank0": eval_on_rank0, "elastic": elastic}[p["mode"]](run, p)
     with open(f"{p['out']}.rank{run.rank}", "w") as f:
         json.dump({"step": run.step, "outcome": run.outcome, "reference": reference}, f)
     run.finish()

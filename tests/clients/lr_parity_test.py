@@ -93,9 +93,10 @@ class LrParityTest(unittest.TestCase):
 
     def test_steps_per_epoch_is_the_runners_shard_arithmetic(self):
         self.assertEqual(steps_per_epoch(60000, 1, 64), 937)
-        self.assertEqual(steps_per_epoch(60001, 2, 32), 937)  # shard 30000 rows
-        self.assertEqual(steps_per_epoch(1001, 4, 50), 5)  # shard 250 rows
-        with self.assertRaisesRegex(ConfigError, r"^batch_size: the local batch of 300"):
+        self.assertEqual(steps_per_epoch(60001, 2, 32), 937)  # floor(60001 / 64)
+        self.assertEqual(steps_per_epoch(1001, 4, 50), 5)  # floor(1001 / 200)
+        with self.assertRaisesRegex(ConfigError, r"^batch_size: the global batch of 1200 \(300 "
+                                    r"a rank\) is larger than the 1000 training samples"):
             steps_per_epoch(1000, 4, 300)
 
 

@@ -2,9 +2,13 @@
 // orchestrator runs the trunk, holds its branches until the trunk's checkpoint exists, launches
 // them with branch_from.json, and `batchlab analyze cbs` reads them back. The branch at k = 1 with
 // the trunk's seed and LR continues the trunk bit for bit: its step losses, as stored in the
-// database, equal the trunk's after the branch point.
+// database, equal the trunk's after the branch point. The branches also run at 2 nodes (branch.
+// nodes; the trunk has 1): started from the trunk's one-rank checkpoint re-sharded, the k = 1
+// branch at 2 ranks continues the trunk within the order of the reductions, and the analysis
+// reads the 2-node branches as a point of their own, marked.
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,11 +59,11 @@ SweepRun RunBranchStudy(const testing::TempDir& dir, const std::string& name,
 
 TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
   testing::TempDir dir;
-  const SweepRun run = RunBranchStudy(
-      dir, "branchy",
-      R"({"at_steps": [4], "multipliers": [1, 2], "lr_rule": "linear", "delta_samples": 64,
-          "tolerance": 0.5})",
-      "2");
+  const SweepRun run = RunBranchStudy(dir, "branchy",
+                                      R"({"at_steps": [4], "multipliers": [1, 2], "lr_rule": )"
+                                      R"("linear", "delta_samples": 64, "nodes": [1, 2], )"
+                                      R"("tolerance": 0.5})",
+                                      "2");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const std::string db = dir.path() + "/batchlab.db";
   auto rdb = results::OpenReadOnly(db);
@@ -69,13 +73,16 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
     EXPECT_TRUE(v.ok()) << v.status().message() << "\n" << sql;
     return v.ok() ? *v : -1;
   };
-  EXPECT_EQ(q("SELECT count(*) FROM runs WHERE state = 'completed'"), 3);
+  EXPECT_EQ(q("SELECT count(*) FROM runs WHERE state = 'completed'"), 5);
   EXPECT_EQ(q("SELECT count(*) FROM runs WHERE json_extract(config_json, '$.branch.at_step') = 4"),
-            2);
+            4);
   const std::string trunk = "(SELECT run_key FROM runs WHERE json_extract(config_json, "
                             "'$.branch') IS NULL)";
   const std::string k1 = "(SELECT run_key FROM runs WHERE json_extract(config_json, "
-                         "'$.branch.multiplier') = 1)";
+                         "'$.branch.multiplier') = 1 AND json_extract(config_json, '$.nodes') = 1)";
+  const std::string k1_2nodes = "(SELECT run_key FROM runs WHERE json_extract(config_json, "
+                                "'$.branch.multiplier') = 1 AND json_extract(config_json, "
+                                "'$.nodes') = 2)";
   const std::string loss = "(SELECT id FROM metric_names WHERE name = 'loss')";
   // The k = 1 branch's 4 steps are the trunk's steps 5..8, bit for bit.
   EXPECT_EQ(q("SELECT count(*) FROM metrics b JOIN metrics t ON t.step = b.step + 4 AND "
@@ -84,12 +91,25 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
             4);
   EXPECT_EQ(q("SELECT count(*) FROM metrics WHERE run_key = " + k1 + " AND name_id = " + loss),
             4);
+  // At 2 ranks: the same global batches, so the trunk's steps 5..8 up to the reduction order.
+  EXPECT_EQ(q("SELECT count(*) FROM metrics b JOIN metrics t ON t.step = b.step + 4 AND "
+              "t.name_id = b.name_id AND abs(t.value - b.value) <= 1e-5 * abs(t.value) WHERE "
+              "b.run_key = " + k1_2nodes + " AND t.run_key = " + trunk + " AND b.name_id = " +
+              loss),
+            4);
+  const std::string worst = "SELECT CAST(round(max(abs(t.value - b.value) / abs(t.value)) * 1e12) "
+                            "AS INTEGER) FROM metrics b JOIN metrics t ON t.step = b.step + 4 AND "
+                            "t.name_id = b.name_id WHERE b.run_key = " + k1_2nodes +
+                            " AND t.run_key = " + trunk + " AND b.name_id = " + loss;
+  std::cout << "k = 1 branch at 2 nodes of a 1-node trunk: largest relative loss difference to "
+               "the trunk's steps 5-8 "
+            << static_cast<double>(q(worst)) * 1e-12 << "\n";
   // Every branch got the trunk's folders.
   int branch_from = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path() + "/runs")) {
     branch_from += e.path().filename() == "branch_from.json" ? 1 : 0;
   }
-  EXPECT_EQ(branch_from, 2);
+  EXPECT_EQ(branch_from, 4);
 
   auto analyze_cbs = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"--db", db, "analyze", "cbs", "--sweep", "branchy",
@@ -110,13 +130,19 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["cbs"]["tolerance"], 0.5);
   EXPECT_EQ(j["cbs"]["smooth_evals"], 1);
-  ASSERT_EQ(j["cbs"]["points"].size(), 1u) << j.dump(2);
-  const nlohmann::json& p = j["cbs"]["points"][0];
-  EXPECT_EQ(p["at_step"], 4);
-  EXPECT_EQ(p["samples_seen"], 64);
-  EXPECT_EQ(p["branches"].size(), 2u);
-  // One seed and one evaluation per k: no interval to give, and it says so.
-  EXPECT_EQ(p["b_crit"]["interval_available"], false);
+  // The trunk's node count (unmarked), then the 2-node branches' point, marked.
+  ASSERT_EQ(j["cbs"]["points"].size(), 2u) << j.dump(2);
+  for (const nlohmann::json& p : j["cbs"]["points"]) {
+    EXPECT_EQ(p["at_step"], 4);
+    EXPECT_EQ(p["samples_seen"], 64);
+    EXPECT_EQ(p["branches"].size(), 2u);
+    // One seed and one evaluation per k: no interval to give, and it says so.
+    EXPECT_EQ(p["b_crit"]["interval_available"], false);
+  }
+  EXPECT_FALSE(j["cbs"]["points"][0].contains("nodes"));
+  EXPECT_EQ(j["cbs"]["points"][1]["nodes"], 2);
+  EXPECT_NE(j["cbs"]["points"][1]["reading"].get<std::string>().find("branching at 2 nodes"),
+            std::string::npos);
 }
 
 // Exact pruning of branches (orchestrator/plan/branch_pruning.h): with the LR not scaled, the branch at

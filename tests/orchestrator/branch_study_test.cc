@@ -136,6 +136,46 @@ TEST(BranchStudyTest, LrFactorsRunEveryBranchAtEachFactor) {
             std::string::npos);
 }
 
+// branch.nodes: every branch also at each node count (its nodes, world size and local sizes);
+// the one at the trunk's count is the branch without the field, run id and all.
+TEST(BranchStudyTest, NodesRunEveryBranchAtEachNodeCount) {
+  const std::string branch = R"("at_samples": [320], "multipliers": [1, 4], "delta_samples": 640)";
+  StatusOr<Plan> plain = Expand(Spec("{" + branch + "}"));
+  StatusOr<Plan> spread = Expand(Spec("{" + branch + R"(, "nodes": [1, 2, 4]})"));
+  ASSERT_TRUE(plain.ok() && spread.ok()) << spread.status().message();
+  ASSERT_EQ(plain->runs.size(), 1u + 2);
+  ASSERT_EQ(spread->runs.size(), 1u + 2 * 3);
+  EXPECT_EQ(spread->runs[0].id, plain->runs[0].id);  // the trunk
+  std::set<std::string> plain_ids, ids;
+  for (size_t i = 1; i < plain->runs.size(); ++i) plain_ids.insert(plain->runs[i].id);
+  for (size_t i = 1; i < spread->runs.size(); ++i) {
+    const PlannedRun& b = spread->runs[i];
+    const nlohmann::json& c = b.config;
+    const long long nodes = c["nodes"].get<long long>();
+    EXPECT_EQ(b.params.at("nodes"), std::to_string(nodes));
+    EXPECT_EQ(c["world_size"], nodes);
+    EXPECT_EQ(b.world_size, nodes);
+    EXPECT_EQ(b.slots, nodes * spread->runs[0].slots);
+    EXPECT_EQ(c["local_batch_size"], c["batch_size"].get<long long>() / nodes);
+    EXPECT_EQ(c["micro_batch_size"], c["batch_size"].get<long long>() / nodes);
+    EXPECT_EQ(b.id, RunIdOf(c));
+    ids.insert(b.id);
+    EXPECT_EQ(plain_ids.count(b.id), nodes == 1 ? 1u : 0u) << nodes;
+  }
+  EXPECT_EQ(ids.size(), 6u);
+  EXPECT_EQ(plain->runs[1].params.count("nodes"), 0u);
+  const std::string odd = ErrorOf(Spec("{" + branch + R"(, "nodes": [1, 3]})"));
+  EXPECT_NE(odd.find("branch.nodes[1]: 3 nodes x 1 ranks_per_node x accumulation 1 = 3 does "
+                     "not divide the batch 32 of multipliers[0] = 1"),
+            std::string::npos)
+      << odd;
+  EXPECT_NE(ErrorOf(Spec("{" + branch + R"(, "nodes": [2, 2]})")).find(
+                "branch.nodes: has a node count twice"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(Spec("{" + branch + R"(, "nodes": [0]})")).find("branch.nodes[0]"),
+            std::string::npos);
+}
+
 TEST(BranchStudyTest, BadInputNamesTheFieldAndTheFix) {
   const std::string after = ErrorOf(Spec(R"({"at_samples": [3200], "multipliers": [1, 2],
                                               "delta_samples": 128})"));

@@ -6,12 +6,16 @@ check passes. Run (run.py) decides when; this module knows the bytes, the folder
            8..15   header length H (little-endian uint64)
            16..    header: JSON {"format", "run_id", "config_hash", "step", "rank",
                    "world_size", "serializer": "torch" | "pickle", "payload_bytes"}
+                   (format 2: the data cursor is global and the config hash leaves the split
+                   out, so a checkpoint of K ranks goes on at K' — read_shard; format 1 still
+                   loads at one rank, where its order is format 2's)
            ...     payload: {"client": the client's own state, "user": the program's state},
                    serialized with torch.save when the program uses torch, else pickle
            last 32 SHA-256 of every byte before it
 
     n = write_file(path, header, {"client": {...}, "user": state})   # or raises OSError
     header, payload = read_file(path, expect)                         # or raises Rejected
+    path, header, payload = read_shard(folder, step, rank, world_size, expect)  # K -> K'
 
 A payload is a pickle: loading one runs whatever it names. The client reads only the shards of
 the attempt folders the orchestrator listed in resume.json, after the checks; the checksum
@@ -29,7 +33,9 @@ import sys
 
 from . import protocol
 
-FORMAT = 1
+FORMAT = 2
+# How a run is split: not part of a format-2 config hash (the runner's list, docs/protocol.md).
+SPLIT_FIELDS = ("nodes", "ranks_per_node", "world_size", "local_batch_size", "micro_batch_size")
 MAGIC = b"BLPYCKP\x01"
 _DIGEST = 32
 _NAME = re.compile(r"^step-(\d{8,})\.rank-(\d+)\.ckpt$")
@@ -39,12 +45,14 @@ class Rejected(Exception):
     """Why a checkpoint file cannot be used; the message is the reason a `resume` line gives."""
 
 
-def config_hash(raw):
+def config_hash(raw, fmt=FORMAT):
     """The config a checkpoint belongs to: SHA-256 (16 hex digits) of the resolved config
     without the fields that differ between attempts of one run (attempt, metrics_path) or that
-    change nothing it computes (run_id is checked on its own; the checkpoint section)."""
-    kept = {k: v for k, v in raw.items()
-            if k not in ("run_id", "attempt", "metrics_path", "checkpoint")}
+    change nothing it computes (run_id is checked on its own; the checkpoint section), and from
+    format 2 on without how the run is split (SPLIT_FIELDS: it goes on at another K)."""
+    drop = ("run_id", "attempt", "metrics_path", "checkpoint") + \
+        (SPLIT_FIELDS if fmt >= 2 else ())
+    kept = {k: v for k, v in raw.items() if k not in drop}
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -126,8 +134,10 @@ def _fsync_dir(folder):
 
 def read_file(path, expect, map_location=None):
     """Reads and checks `path`: size, magic, header, format version, then each field of
-    `expect` (run_id, config_hash (None: any; a branch reads its trunk's), step, rank,
-    world_size), the checksum, and the payload.
+    `expect` (run_id; config: the resolved config whose hash the file must have, at the file's
+    format, None: any — a branch reads its trunk's; step, rank, world_size: each None or absent
+    means any), the checksum, and the payload. `expect["resume_world_size"]`: the rank count
+    reading it, which a format-1 file must have been written by.
     Returns (header, payload); raises Rejected naming the first check that failed."""
     try:
         with open(path, "rb") as f:
@@ -156,13 +166,20 @@ def read_file(path, expect, map_location=None):
                        f"{16 + size + (payload_bytes or 0) + _DIGEST})")
     if header.get("run_id") != expect["run_id"]:
         raise Rejected(f"another run's (run id {header.get('run_id')!r})")
-    if expect["config_hash"] is not None and header.get("config_hash") != expect["config_hash"]:
-        raise Rejected(f"written under another config (hash {header.get('config_hash')!r}, this "
-                       f"run's is {expect['config_hash']!r})")
+    reader = expect.get("resume_world_size")
+    if fmt < 2 and reader is not None and header.get("world_size") != reader:
+        raise Rejected(f"it was written by {header.get('world_size')!r} ranks in client format "
+                       "1, which resumes only at the rank count that wrote it (elastic resume "
+                       "needs format 2)")
+    if expect.get("config") is not None:
+        want = config_hash(expect["config"], fmt)
+        if header.get("config_hash") != want:
+            raise Rejected(f"written under another config (hash "
+                           f"{header.get('config_hash')!r}, this run's is {want!r})")
     if hashlib.sha256(blob[:-_DIGEST]).digest() != blob[-_DIGEST:]:
         raise Rejected("corrupt (checksum mismatch)")
     for key in ("step", "rank", "world_size"):
-        if header.get(key) != expect[key]:
+        if expect.get(key) is not None and header.get(key) != expect[key]:
             raise Rejected(f"its {key} is {header.get(key)!r}, not {expect[key]!r}")
     data = blob[16 + size:-_DIGEST]
     try:
@@ -174,6 +191,48 @@ def read_file(path, expect, map_location=None):
     if not isinstance(payload, dict) or "client" not in payload or "user" not in payload:
         raise Rejected("unreadable payload (not the client's {client, user})")
     return header, payload
+
+
+def read_shard(folder, step, rank, world_size, expect, map_location=None):
+    """The shard rank `rank` of a `world_size`-rank run loads from the checkpoint at `step` in
+    `folder` (its checkpoints folder), written by K ranks — K' = world_size may differ
+    (docs/protocol.md, "Elastic resume"): the model, optimizer and client state are the same
+    in every shard, so rank r' reads its own rank's shard when r' < K and rank r' mod K's
+    otherwise (rank 0's shard says K). `expect`: read_file's, less step, rank and world_size.
+    Format 1 (a data cursor of this rank's own shard) loads only at the K that wrote it and,
+    above one rank, not at all: its rows were dealt per rank (Rejected says so).
+    Returns (path, header, payload); raises Rejected."""
+    def shard(r):
+        return os.path.join(folder, protocol.checkpoint_file_name(step, r))
+
+    expect = dict(expect, step=step, rank=None, world_size=None, resume_world_size=world_size)
+    path = shard(rank)
+    if not os.path.exists(path):  # fewer ranks wrote it: rank 0's shard says how many
+        path = shard(0)
+    header, payload = read_file(path, expect, map_location)
+    k = header.get("world_size")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise Rejected(f"its world_size is {k!r}")
+    if rank < k and header.get("rank") != rank:
+        raise Rejected(f"rank {rank}'s shard of it is missing (it was written by {k} ranks)")
+    if rank >= k and header.get("rank") != rank % k:
+        path = shard(rank % k)
+        header, payload = read_file(path, expect, map_location)
+        if header.get("world_size") != k:
+            raise Rejected("its shards disagree on the world size")
+    if header.get("rank") != (rank if rank < k else rank % k):
+        raise Rejected(f"its rank is {header.get('rank')!r}, not {rank % k}")
+    if header.get("format", 1) < 2 and k > 1:
+        raise Rejected(f"it is of client format 1 written by {k} ranks (each rank's own data "
+                       "order), which this client does not continue; run it again")
+    return path, header, payload
+
+
+def fresh_rng(seed, rank, step):
+    """The generators' seed of a rank the checkpoint had none for (a K-rank checkpoint read at
+    K' > K): a stream of (seed, rank, step) of its own, which no other rank draws from."""
+    text = f"batchlab-elastic:{seed}:{rank}:{step}".encode("utf-8")
+    return {"fresh": int.from_bytes(hashlib.sha256(text).digest()[:8], "little") >> 1}
 
 
 def earlier_attempts(attempt_dir):
@@ -274,7 +333,18 @@ def rng_state():
 
 
 def set_rng_state(state):
+    """Restores rng_state()'s generators, or seeds every imported one from fresh_rng()'s."""
     import random
+    if "fresh" in state:
+        seed = state["fresh"]
+        random.seed(seed)
+        np = sys.modules.get("numpy")
+        if np is not None and hasattr(np, "random"):
+            np.random.seed(seed % 2**32)
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.manual_seed(seed)  # CUDA's generators too
+        return
     random.setstate(state["python"])
     if "numpy" in state:
         import numpy

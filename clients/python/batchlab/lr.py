@@ -30,13 +30,15 @@ def llround(x):
 
 
 def steps_per_epoch(train_samples, world_size, local_batch_size):
-    """The runner's sampler: each rank's shard is floor(N / K) rows; a tail that does not fill a
-    local batch is skipped (runner/data/shard_sampler.cc)."""
-    spe = (train_samples // world_size) // local_batch_size
+    """The runner's sampler: floor(N / B) global batches of B = K x local rows an epoch, the
+    same at every split of B; a tail that does not fill a global batch is skipped
+    (runner/data/shard_sampler.cc; equal to floor(floor(N / K) / local))."""
+    batch = world_size * local_batch_size
+    spe = train_samples // batch
     if spe < 1:
-        raise ConfigError(f"batch_size: the local batch of {local_batch_size} is larger than this "
-                          f"rank's shard of {train_samples // world_size} training samples; use a "
-                          "smaller batch_size or fewer ranks")
+        raise ConfigError(f"batch_size: the global batch of {batch} ({local_batch_size} a rank) "
+                          f"is larger than the {train_samples} training samples; use a smaller "
+                          "batch_size or more data")
     return spe
 
 

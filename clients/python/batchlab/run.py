@@ -16,7 +16,7 @@ cadence and when preempted (SIGUSR2, SIGTERM or the `preempt` file: checkpoint, 
     run.on_checkpoint(lambda: {"model": model.state_dict(), "opt": opt.state_dict()})
     state = run.resume()                    # None on a fresh start
     if state: model.load_state_dict(state["model"]); opt.load_state_dict(state["opt"])
-    epoch, index = run.data_position        # where this rank's data continues
+    epoch, index = run.data_position        # where the data continues (global batches)
     # or, for objects with state_dict()/load_state_dict(): run.resumable(model=model, opt=opt)
 
 A batch-size schedule (config `batch_schedule`, as batchlab-runner trains it): run.steps() sets
@@ -62,10 +62,12 @@ _RESERVED = frozenset(("seq", "kind", "step", "samples", "epoch", P.METRIC_LOSS,
 
 
 class DataPosition(collections.namedtuple("DataPosition", "epoch index")):
-    """Where this rank's data continues: `index` batches of epoch `epoch` (from 0) are trained,
-    `rows` rows of this rank's shard of that epoch (index x local batch for a constant batch;
-    under a batch schedule the batches differ, so start the data at `rows`). Without the
-    training set size: epoch 0, index = the step, rows = all this rank's rows so far."""
+    """Where the run's data continues: `index` global batches of epoch `epoch` (from 0) are
+    trained, `rows` rows of that epoch's global order (index x batch_size for a constant batch;
+    under a batch schedule the batches differ, so start the data at `rows`). The same on every
+    rank and at every rank count: rank r reads its local batch at rows + r x local_batch_size
+    (docs/byo-program.md). Without the training set size: epoch 0, index = the step, rows =
+    all the samples so far."""
 
     def __new__(cls, epoch, index, rows=None):
         self = super().__new__(cls, epoch, index)
@@ -154,11 +156,10 @@ class Run:
         self._values = values                # a test's SharedValues; None = shared.for_world
         self._schedule = None                # the LR schedule at batch_size
         self._lr_by_batch = {}               # a batch schedule's other batches: their LRs
-        self._shard_rows = 0                 # floor(N / world_size); 0 = not told
         self._train_samples = 0              # N (run.steps(train_samples=N)); 0 = not told
-        self._orders = {}                    # run.batches(): epoch -> this rank's rows
+        self._orders = {}                    # run.batches(): epoch -> its global order
         # A branch of a branch study: where its trunk's data stood at the branch point
-        # ({"seed", "epoch", "rows", "at_step"}); None for any other run.
+        # ({"seed", "epoch", "rows" (global), "at_step"}); None for any other run.
         self._origin = None
         self._writer = None
         self._start_time = None
@@ -195,7 +196,7 @@ class Run:
     def start(self, train_samples=None, optimizer=None):
         """Fixes the run's length and writes the `start` line (steps() calls it). Tell it the
         training set size when the budget or warmup is in epochs; the steps per epoch are
-        floor(floor(N / world_size) / local_batch_size), as the runner's sampler has."""
+        floor(N / batch_size) at every world size, as the runner's sampler has."""
         if self._start_time is not None:
             return
         cfg = self.cfg
@@ -240,25 +241,23 @@ class Run:
             if train_samples is not None:
                 self.steps_per_epoch = steps_per_epoch(int(train_samples), cfg.world_size,
                                                        cfg.local_batch_size)
-                self._shard_rows = int(train_samples) // cfg.world_size
                 self._train_samples = int(train_samples)
                 for i, batch in enumerate(sched.batch_sizes):  # as the runner's trainer
-                    if batch // cfg.world_size > self._shard_rows:
+                    if batch > self._train_samples:
                         raise ConfigError(
-                            f"batch_schedule.batch_sizes[{i}]: a local batch of "
-                            f"{batch // cfg.world_size} is larger than this rank's shard of "
-                            f"{self._shard_rows} training samples; use a smaller batch size or "
-                            "fewer ranks")
+                            f"batch_schedule.batch_sizes[{i}]: a batch of {batch} is larger "
+                            f"than the {self._train_samples} training samples; use a smaller "
+                            "batch size")
             if sched.constant:
                 self.total_steps = total_steps(cfg.budget_steps, cfg.budget_epochs,
                                                cfg.budget_samples, cfg.batch_size,
                                                self.steps_per_epoch)
             else:
-                if cfg.budget_epochs > 0 and not self._shard_rows:
+                if cfg.budget_epochs > 0 and not self._train_samples:
                     total_steps(0, cfg.budget_epochs, 0, cfg.batch_size, 0)  # its message
                 self.total_steps = schedule_total_steps(
                     sched, cfg.budget_steps, cfg.budget_epochs, cfg.budget_samples,
-                    self._shard_rows * cfg.world_size)
+                    self._train_samples)
             # The LR of a step is the schedule built for that step's batch (lr.rule; warmup and
             # decay over the run's steps), as runner/train/trainer.cc LrAt.
             self._schedule = LrSchedule(cfg.lr, cfg.batch_size, self.total_steps,
@@ -627,25 +626,32 @@ class Run:
         n = int(values.from_rank0([len(found)])[0])
         flat = values.from_rank0([x for c in found for x in c] if self.is_main else [0.0] * 2 * n)
         dirs = dict(earlier)
-        expect = {"run_id": self.cfg.run_id, "config_hash": checkpoint.config_hash(self.config),
-                  "rank": self.rank, "world_size": self.world_size}
+        expect = {"run_id": self.cfg.run_id, "config": self.config}
         rejected = []
         for i in range(n):
             step, attempt = int(flat[2 * i]), int(flat[2 * i + 1])
             name = P.checkpoint_file_name(step, self.rank)
-            path = os.path.join(dirs.get(attempt, ""), P.CHECKPOINT_DIR, name)
+            folder = os.path.join(dirs.get(attempt, ""), P.CHECKPOINT_DIR)
+            path = os.path.join(folder, name)
             try:
                 if attempt not in dirs:
                     raise checkpoint.Rejected(f"attempt {attempt} is not in {P.RESUME_FILE}")
-                _, payload = checkpoint.read_file(path, dict(expect, step=step), map_location)
+                path, header, payload = checkpoint.read_shard(
+                    folder, step, self.rank, self.world_size, expect, map_location)
                 reason = None
             except checkpoint.Rejected as e:
                 payload, reason = None, str(e)
             if values.mean([0.0 if reason is None else 1.0])[0] == 0:
-                self._restore(payload["client"], step)
+                written_by = header["world_size"]
+                if written_by != self.world_size:
+                    self._check_resharding(step, written_by)
+                self._restore(payload["client"], step, own_rng=header["rank"] == self.rank)
                 self._resumed = (step, payload["user"])
-                self._write_resume_line({"step": step, "from_attempt": attempt, "file": path,
-                                         "rejected": rejected})
+                line = {"step": step, "from_attempt": attempt, "file": path,
+                        "rejected": rejected}
+                if written_by != self.world_size:  # elastic resume: the K that wrote it
+                    line["from_world_size"] = written_by
+                self._write_resume_line(line)
                 return payload["user"]
             if reason is None:
                 reason = "another rank's shard of it is invalid (see stderr.log)"
@@ -656,14 +662,27 @@ class Run:
             self._write_resume_line({"step": 0, "rejected": rejected})
         return self._start_branch(map_location)
 
+    def _check_resharding(self, step, written_by):
+        """A checkpoint of `written_by` ranks read at another rank count: refused (exit 2) for
+        the sync modes whose ranks keep different states (as the runner refuses them)."""
+        comm = self.config.get("comm") if isinstance(self.config, dict) else None
+        sync = comm.get("sync", "allreduce") if isinstance(comm, dict) else "allreduce"
+        if sync in ("async_ps", "backup", "local_sgd"):
+            self._fail_config(
+                f"nodes: the checkpoint at step {step} was written by {written_by} ranks and "
+                f"this run has {self.world_size}; comm.sync \"{sync}\" keeps a different state "
+                f"on every rank that cannot be re-sharded: resume at nodes = {written_by}")
+
     def _start_branch(self, map_location=None):
         """A branch of a branch study (config `branch`) that has no checkpoint of its own: every
         rank reads its shard of the trunk's checkpoint at branch.at_step from the trunk's
         attempt folders in branch_from.json (the first that holds a valid one; checked: the
-        trunk's run id, step, rank, world size, checksum, not the config hash: a branch's
-        config differs by design). The program gets the trunk's state; the data continue at
-        the trunk's data position (the rows the trunk had not read this epoch, re-dealt under
-        another seed than the trunk's), and with the trunk's seed its random generators go on.
+        trunk's run id, step, checksum, not the config hash: a branch's config differs by
+        design). The branch may run at another rank count than the trunk (its own `nodes`):
+        rank r' reads the trunk's rank r' or r' mod K shard, as resume() does. The program gets
+        the trunk's state; the data continue at the trunk's global data position (the rows the
+        trunk had not read this epoch, re-dealt under another seed than the trunk's), and with
+        the trunk's seed its random generators go on (a rank the trunk had not: a fresh stream).
         The branch's own counters start at 0. None usable on some rank: exit 1, each file
         tried and why on stderr (docs/protocol.md, "Branch runs")."""
         br = self.cfg.branch
@@ -675,20 +694,22 @@ class Run:
                                "init_process_group: the ranks must agree on the checkpoint")
         dirs, tried = checkpoint.trunk_dirs(self.cfg.attempt_dir)
         name = P.checkpoint_file_name(br.at_step, self.rank)
-        expect = {"run_id": br.trunk_run_id, "config_hash": None, "step": br.at_step,
-                  "rank": self.rank, "world_size": self.world_size}
+        expect = {"run_id": br.trunk_run_id, "config": None}
         found = None
         for folder in dirs:
             path = os.path.join(folder, P.CHECKPOINT_DIR, name)
-            if not os.path.exists(path):
+            zero = os.path.join(folder, P.CHECKPOINT_DIR, P.checkpoint_file_name(br.at_step, 0))
+            if not os.path.exists(path) and not os.path.exists(zero):
                 tried.append(f"{path}: no such file")
                 continue
             try:
-                _, payload = checkpoint.read_file(path, expect, map_location)
+                path, header, payload = checkpoint.read_shard(
+                    os.path.dirname(path), br.at_step, self.rank, self.world_size, expect,
+                    map_location)
                 if "data_cursor" not in payload["client"]:
                     raise checkpoint.Rejected("written by an older batchlab client (no data "
                                               "cursor); run the trunk again")
-                found = (path, payload)
+                found = (path, payload, header)
                 break
             except checkpoint.Rejected as e:
                 tried.append(f"{path}: {e}")
@@ -701,18 +722,21 @@ class Run:
                   + "".join(f"\n  {t}" for t in tried), file=sys.stderr)
             self._finished = True
             self._exit(1)
-        path, payload = found
+        path, payload, header = found
         client = payload["client"]
         trunk_seed = client.get("seed")
-        epoch, rows = client["data_cursor"]
+        epoch, rows = client["data_cursor"]  # global (format 1: of one rank, the same)
         self._origin = {"seed": trunk_seed, "epoch": epoch, "rows": rows,
                         "at_step": br.at_step}
-        if trunk_seed == self.seed:  # the trunk's generators go on
-            self._rng_pending = client["rng"]
+        if trunk_seed == self.seed:  # the trunk's generators go on (a new rank: its own)
+            self._rng_pending = client["rng"] if header["rank"] == self.rank else \
+                checkpoint.fresh_rng(self.seed, self.rank, br.at_step)
         self._resumed = (0, payload["user"])
         if self.is_main:
+            at = "" if header["world_size"] == self.world_size else \
+                f", written by {header['world_size']} ranks, read by {self.world_size}"
             print(f"batchlab: branch of trunk run {br.trunk_run_id} at its step {br.at_step} "
-                  f"(from {path}; data epoch {epoch}, row {rows})", file=sys.stderr)
+                  f"(from {path}{at}; data epoch {epoch}, row {rows})", file=sys.stderr)
         return payload["user"]
 
     def _check_branch_state(self):
@@ -770,31 +794,32 @@ class Run:
 
     @property
     def data_position(self):
-        """DataPosition(epoch, index) (and .rows): the batches of this rank's data already
-        trained — epoch `epoch` (from 0) and `index` batches (`rows` rows) into it, from
-        run.step and the steps per epoch (known once run.steps(train_samples=N) started, or
-        from the checkpoint resume() loaded; without them: epoch 0, index = run.step). After
-        resume(), start this rank's data there to continue bit for bit.
+        """DataPosition(epoch, index) (and .rows): the global batches already trained — epoch
+        `epoch` (from 0) and `index` batches (`rows` rows of the epoch's global order) into it,
+        from run.step and the steps per epoch (known once run.steps(train_samples=N) started,
+        or from the checkpoint resume() loaded; without them: epoch 0, index = run.step). The
+        same on every rank and at every world size (sampler.py): after resume() — at the
+        checkpoint's rank count or another — rank r continues at row rows + r x
+        local_batch_size of the epoch's order, bit for bit the rows of the uninterrupted run.
         Under a batch_schedule the batches differ in size: the runner's sampler takes each
-        step's local batch from the rows of the epoch left, and a step whose local batch no
-        longer fits starts the next epoch (reshuffled); start at `rows` rows into `epoch`."""
+        step's global batch from the rows of the epoch left, and a step whose batch no longer
+        fits starts the next epoch (reshuffled); start at `rows` rows into `epoch`."""
         return self._position_after(self.step)
 
     def _position_after(self, steps):
-        """data_position after `steps` steps: where step steps + 1 takes its local batch."""
+        """data_position after `steps` steps: where step steps + 1 takes its global batch."""
         sched = self.batch_schedule
         o = self._origin
-        if o is None and (sched.constant or not self._shard_rows):
+        n = self._train_samples
+        if o is None and (sched.constant or not n):
             if not self.steps_per_epoch:
-                rows = self.samples_after(steps) // self.world_size
-                return DataPosition(0, steps, rows)
+                return DataPosition(0, steps, self.samples_after(steps))
             epoch, index = divmod(steps, self.steps_per_epoch)
-            return DataPosition(epoch, index, index * self.cfg.local_batch_size)
+            return DataPosition(epoch, index, index * self.cfg.batch_size)
         start = (o["epoch"], o["rows"]) if o is not None else (0, 0)
-        epoch, index, rows = data_cursor(sched, self.world_size, self._shard_rows, steps,
-                                         *start)
-        if self._shard_rows and \
-                rows + self.batch_size_at(steps + 1) // self.world_size > self._shard_rows:
+        # In global rows: one "rank" reading the whole batch from an epoch of N rows.
+        epoch, index, rows = data_cursor(sched, 1, n, steps, *start)
+        if n and rows + self.batch_size_at(steps + 1) > n:
             return DataPosition(epoch + 1, 0, 0)  # the next step starts the next epoch
         return DataPosition(epoch, index, rows)
 
@@ -802,9 +827,9 @@ class Run:
         """The epoch step `step` read its batch from (the step line's `epoch`)."""
         if self._origin is not None:
             return self._position_after(step - 1).epoch
-        if self.batch_schedule.constant or not self._shard_rows:
+        if self.batch_schedule.constant or not self._train_samples:
             return (step - 1) // self.steps_per_epoch
-        return data_cursor(self.batch_schedule, self.world_size, self._shard_rows, step)[0]
+        return data_cursor(self.batch_schedule, 1, self._train_samples, step)[0]
 
     def batches(self, train_samples=None):
         """This rank's row indices (a list of ints into the training set) for every step, one
@@ -831,23 +856,24 @@ class Run:
             yield self.rows_of(self._yielded if self._yielded > self.step else self.step + 1)
 
     def rows_of(self, step):
-        """The row indices this rank reads in step `step` (from 1); see batches()."""
+        """The row indices this rank reads in step `step` (from 1): its part of the step's
+        global batch (sampler.py); see batches()."""
         at = self._position_after(step - 1)
         local = self.batch_size_at(step) // self.world_size
-        return self._epoch_order(at.epoch)[at.rows:at.rows + local]
+        return sampler.rank_part(self._epoch_order(at.epoch), at.rows, local, self.rank)
 
     def _epoch_order(self, epoch):
-        """This rank's rows of `epoch` in reading order (a branch: its trunk's in the epoch of
-        the branch point, the unread ones re-dealt under another seed)."""
+        """The global order of `epoch`'s rows (a branch: its trunk's in the epoch of the branch
+        point, the unread ones re-dealt under another seed)."""
         if epoch not in self._orders:
             o, n = self._origin, self._train_samples
             if o is not None and epoch <= o["epoch"]:
-                order = sampler.shard_order(n, self.world_size, self.rank, o["seed"], epoch)
+                order = sampler.epoch_order(n, o["seed"], epoch)
                 if epoch == o["epoch"] and o["seed"] != self.seed:
                     order = order[:o["rows"]] + sampler.redeal(order[o["rows"]:], self.seed,
-                                                               self.rank, o["at_step"])
+                                                               o["at_step"])
             else:
-                order = sampler.shard_order(n, self.world_size, self.rank, self.seed, epoch)
+                order = sampler.epoch_order(n, self.seed, epoch)
             self._orders = {e: v for e, v in self._orders.items() if e >= epoch - 1}
             self._orders[epoch] = order
         return self._orders[epoch]
@@ -862,8 +888,10 @@ class Run:
         self._open_writer()
         self._writer.write(dict({"kind": P.LINE_RESUME}, **fields))
 
-    def _restore(self, client, step):
-        """The client's state of a checkpoint (see _client_state)."""
+    def _restore(self, client, step, own_rng=True):
+        """The client's state of a checkpoint (see _client_state). `own_rng`: the shard is this
+        rank's, so are its generators; else (a rank the K-rank checkpoint had not) the
+        generators start a stream of their own (checkpoint.fresh_rng)."""
         self.step = step
         self.resumed_step = step
         self._elapsed = self._resume_elapsed = client["elapsed"]
@@ -875,21 +903,20 @@ class Run:
         self._prune_bound_passed = client["prune_bound_passed"]
         if client["steps_per_epoch"] and not self.steps_per_epoch:
             self.steps_per_epoch = client["steps_per_epoch"]
-        if client.get("shard_rows") and not self._shard_rows:
-            self._shard_rows = client["shard_rows"]
         if client.get("train_samples") and not self._train_samples:
             self._train_samples = client["train_samples"]
         self._origin = client.get("data_origin")
         self._last_checkpoint = (step, self.samples_after(step), client["elapsed"])
         self._use_batch_of(step + 1)  # the sizes of the step the run continues with
-        self._rng_pending = client["rng"]
+        self._rng_pending = client["rng"] if own_rng else \
+            checkpoint.fresh_rng(self.seed, self.rank, step)
         self._open_writer()
         self._writer.next_seq = client["next_seq"]
 
     def _client_state(self):
         """What the next step depends on besides the program's own state. The LR and the batch
         are functions of the step; the data position follows from the step, steps_per_epoch
-        and shard_rows."""
+        and train_samples (the same at every rank count)."""
         position = self._position_after(self.step)
         return {"step": self.step, "elapsed": self._elapsed,
                 # The resumed attempt's first line takes the seq after this checkpoint's line.
@@ -899,8 +926,8 @@ class Run:
                 "target_at": list(self._target_at) if self._target_at else None,
                 "prune_bound_passed": self._prune_bound_passed,
                 "steps_per_epoch": self.steps_per_epoch, "total_steps": self.total_steps,
-                "shard_rows": self._shard_rows, "train_samples": self._train_samples,
-                # A branch starts from these: the seed and where the data stand.
+                "train_samples": self._train_samples,
+                # A branch starts from these: the seed and where the data stand (global rows).
                 "seed": self.seed, "data_cursor": [position.epoch, position.rows],
                 "data_origin": self._origin,
                 "rng": checkpoint.rng_state()}
