@@ -187,18 +187,22 @@ class BranchTest(TempDirTest):
         self.assertEqual([(l["step"], l["loss"]) for l in step_lines(resumed)],
                          [(l["step"], l["loss"]) for l in got[14:]])
 
-    def test_two_ranks_branch_at_k_1_continues_the_trunk(self):
-        def ranks(folder):
-            values, out = ThreadValues(2), {}
+    @staticmethod
+    def two_ranks(folder):
+        """train() on 2 ranks (threads sharing values), {rank: its result}."""
+        values, out = ThreadValues(2), {}
 
-            def one(r):
-                out[r] = train(folder, rank=r, world=2, values=values.for_rank(r))
-            threads = [threading.Thread(target=one, args=(r,)) for r in range(2)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
-            return out
+        def one(r):
+            out[r] = train(folder, rank=r, world=2, values=values.for_rank(r))
+        threads = [threading.Thread(target=one, args=(r,)) for r in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        return out
+
+    def test_two_ranks_branch_at_k_1_continues_the_trunk(self):
+        ranks = self.two_ranks
         trunk = attempt_folder(self, "trunk", dict(TRUNK, batch_size=16), world=2)
         t = ranks(trunk)
         c = branch_config(1, delta=5 * 16)
@@ -219,15 +223,7 @@ class BranchTest(TempDirTest):
         _, _, trunk_rows = train(trunk)
         branch = attempt_folder(self, "k2-2ranks", branch_config(2, delta=6 * B0), [trunk],
                                 world=2)
-        values, out = ThreadValues(2), {}
-
-        def one(r):
-            out[r] = train(branch, rank=r, world=2, values=values.for_rank(r))
-        threads = [threading.Thread(target=one, args=(r,)) for r in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        out = self.two_ranks(branch)
         self.assertEqual([out[r][1] for r in (0, 1)], [0, 0])
         for r in (0, 1):
             self.assertEqual(out[r][2], [trunk_rows[AT + 2 * i + r] for i in range(3)])
