@@ -17,6 +17,7 @@
 #include "orchestrator/execute/attempt_policies.h"
 #include "orchestrator/execute/attempt_verdict.h"
 #include "orchestrator/execute/execution.h"
+#include "orchestrator/launch/slurm_elastic.h"
 
 namespace batchlab::orchestrator::execution {
 namespace {
@@ -49,6 +50,11 @@ Status Execution::Launch(size_t i) {
   nlohmann::json config = r.config;
   config["attempt"] = attempt;
   config["metrics_path"] = protocol::MetricsPath(dir);
+  if (spec_.slurm.elastic) {
+    // The attempt may get fewer nodes (slurm_elastic.h): the runner takes its nodes from the
+    // ranks it was started with, down to this many.
+    config["elastic_min_nodes"] = ElasticNodeRange(spec_.slurm, config["nodes"].get<int>()).first;
+  }
   {
     std::ofstream out(protocol::ConfigPath(dir));
     out << config.dump(2) << "\n";

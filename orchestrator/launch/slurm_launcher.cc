@@ -15,6 +15,7 @@
 
 #include "orchestrator/process/captured_command.h"
 #include "orchestrator/launch/local_launcher.h"
+#include "orchestrator/launch/slurm_elastic.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -60,15 +61,34 @@ bool RequestsGpus(const std::vector<std::string>& sbatch_args) {
   return false;
 }
 
+// The job's --nodes at submission: the run's own count, or with slurm.elastic and no pending
+// limit the range at once.
+std::string SubmittedNodes(const SlurmSettings& slurm, int nodes) {
+  const std::pair<int, int> range = ElasticNodeRange(slurm, nodes);
+  if (slurm.elastic && slurm.elastic->pending_seconds > 0) return std::to_string(nodes);
+  return NodesArgument(range);
+}
+
 bool IsUnsatisfiable(const std::string& reason) {
   return reason == "PartitionNodeLimit" || reason == "PartitionTimeLimit" ||
          reason == "BadConstraints" || reason == "PartitionConfig";
 }
 
+// slurm.elastic with pending_seconds > 0: a job submitted for the run's own node count that is
+// still pending that long after submission (or pending for a reason that never clears) is
+// widened to the node range, once.
+struct Widening {
+  double after_seconds = 0;
+  std::string nodes;  // "2-3"
+};
+
 class SlurmJob final : public Job {
  public:
-  SlurmJob(std::string job_id, double poll_interval)
-      : job_id_(std::move(job_id)), poll_interval_(poll_interval) {}
+  SlurmJob(std::string job_id, double poll_interval, std::optional<Widening> widening)
+      : job_id_(std::move(job_id)),
+        poll_interval_(poll_interval),
+        widening_(std::move(widening)),
+        submitted_(Now()) {}
 
   JobStatus Poll() override {
     if (last_.done) return last_;
@@ -88,7 +108,11 @@ class SlurmJob final : public Job {
       return last_;
     }
     unknown_polls_ = 0;
-    last_.detail = info->state;
+    last_.detail = widened_.empty() ? info->state : info->state + "; " + widened_;
+    if (info->state == "PENDING" && widening_ &&
+        (now - submitted_ >= widening_->after_seconds || IsUnsatisfiable(info->reason))) {
+      Widen(info->reason);
+    }
     unsatisfiable_polls_ =
         info->state == "PENDING" && IsUnsatisfiable(info->reason) ? unsatisfiable_polls_ + 1 : 0;
     if (unsatisfiable_polls_ >= 3) {
@@ -118,6 +142,18 @@ class SlurmJob final : public Job {
   }
 
  private:
+  // Takes what the partition can give now: the pending job's node count becomes the range
+  // (Slurm starts it on as many nodes of it as are free). Asked again at the next poll if
+  // scontrol refuses.
+  void Widen(const std::string& reason) {
+    auto r = RunCapturedCommand(
+        {"scontrol", "update", "JobId=" + job_id_, "NumNodes=" + widening_->nodes});
+    if (!r.ok() || r->exit_code != 0) return;
+    widened_ = fmt::format("pending {:.0f} s ({}): asked for {} nodes (slurm.elastic)",
+                           Now() - submitted_, reason, widening_->nodes);
+    widening_.reset();
+  }
+
   std::optional<SlurmJobInfo> FromSacct() {
     auto r = RunCapturedCommand(
         {"sacct", "-n", "-P", "-X", "-j", job_id_, "--format=State,ExitCode,NodeList"});
@@ -138,6 +174,9 @@ class SlurmJob final : public Job {
 
   std::string job_id_;
   double poll_interval_;
+  std::optional<Widening> widening_;  // reset once done
+  double submitted_;
+  std::string widened_;  // what Widen did, for the job's detail
   double last_poll_ = 0;
   int unknown_polls_ = 0;
   int unsatisfiable_polls_ = 0;
@@ -167,6 +206,14 @@ class SlurmLauncher final : public Launcher {
           << "  export OMPI_MCA_orte_tmpdir_base\n"
           << "  mkdir -p \"$OMPI_MCA_orte_tmpdir_base\"\n"
           << "fi\n"
+          << "# slurm.elastic: the allocation may hold fewer nodes than the run asked for; mpirun\n"
+          << "# starts ranks_per_node ranks on each node it got\n"
+          << "if [ -n \"$BATCHLAB_ELASTIC_RANKS_PER_NODE\" ] && [ \"$1\" = mpirun ] && "
+             "[ \"$2\" = -np ]; then\n"
+          << "  shift 3\n"
+          << "  set -- mpirun -np $((SLURM_JOB_NUM_NODES * BATCHLAB_ELASTIC_RANKS_PER_NODE)) "
+             "\"$@\"\n"
+          << "fi\n"
           << "exec \"$@\"\n";
       if (!out) return InternalError(fmt::format("cannot write {}", script));
     }
@@ -181,6 +228,14 @@ class SlurmLauncher final : public Launcher {
     }
     if (!env.count("OMPI_MCA_pml") && getenv("OMPI_MCA_pml") == nullptr)
       env["OMPI_MCA_pml"] = "ob1";
+    const std::pair<int, int> range = ElasticNodeRange(settings_.slurm, request.nodes);
+    std::optional<Widening> widening;
+    if (range.first < range.second) {
+      env["BATCHLAB_ELASTIC_RANKS_PER_NODE"] = std::to_string(request.ranks_per_node);
+      if (settings_.slurm.elastic->pending_seconds > 0) {
+        widening = Widening{settings_.slurm.elastic->pending_seconds, NodesArgument(range)};
+      }
+    }
     BATCHLAB_ASSIGN_OR_RETURN(CommandResult r, RunCapturedCommand(argv, env));
     if (r.exit_code != 0) {
       return UnavailableError(fmt::format("sbatch exited {}: {}", r.exit_code, r.err));
@@ -190,7 +245,7 @@ class SlurmLauncher final : public Launcher {
     nlohmann::json launch = {{"backend", "slurm"}, {"job_id", job_id}, {"argv", argv}};
     std::ofstream(protocol::LaunchPath(request.attempt_dir)) << launch.dump(2) << "\n";
     return std::unique_ptr<Job>(
-        std::make_unique<SlurmJob>(job_id, settings_.poll_interval_seconds));
+        std::make_unique<SlurmJob>(job_id, settings_.poll_interval_seconds, widening));
   }
 
   void CleanUpStale(const std::string& attempt_dir) override {
@@ -216,7 +271,7 @@ std::vector<std::string> SbatchArguments(const SlurmLaunchSettings& settings,
   std::vector<std::string> a = {
       "--parsable",
       fmt::format("--job-name=batchlab-{}-{}", request.run_id, request.attempt),
-      fmt::format("--nodes={}", request.nodes),
+      "--nodes=" + SubmittedNodes(settings.slurm, request.nodes),
       fmt::format("--ntasks-per-node={}", request.ranks_per_node),
       fmt::format("--cpus-per-task={}", cpus),
       fmt::format("--time={}", settings.slurm.time_limit_minutes),

@@ -66,6 +66,8 @@ const std::vector<Binding>& Bindings() {
       Bind(
           "metrics_path", [](auto& c) -> auto& { return c.metrics_path; }),
       Bind(
+          "elastic_min_nodes", [](auto& c) -> auto& { return c.elastic_min_nodes; }),
+      Bind(
           "nodes", [](auto& c) -> auto& { return c.nodes; }),
       Bind(
           "ranks_per_node", [](auto& c) -> auto& { return c.ranks_per_node; }),
@@ -420,7 +422,31 @@ bool TargetConfig::Met(double observed) const {
   return observed < value;
 }
 
-RunConfig ParseRunConfig(const json& j, int64_t world_size) {
+// slurm.elastic (docs/protocol.md, "Elastic resume"): an attempt started on fewer nodes than
+// the config's, down to elastic_min_nodes, runs at the rank count it got: nodes from the started
+// ranks, the derived sizes derived again. The config unchanged otherwise.
+json ElasticSplit(const json& j, int64_t launcher_world) {
+  const auto min_nodes = j.find("elastic_min_nodes");
+  if (min_nodes == j.end() || !min_nodes->is_number_integer() || launcher_world <= 0) return j;
+  const int64_t per_node = j.value("ranks_per_node", int64_t{1});
+  const int64_t nodes = j.value("nodes", int64_t{1});
+  if (launcher_world == nodes * per_node) return j;
+  const int64_t got = launcher_world / std::max<int64_t>(1, per_node);
+  if (launcher_world % per_node != 0 || got < min_nodes->get<int64_t>() || got > nodes) {
+    throw BadConfig("nodes: the launcher started " + std::to_string(launcher_world) +
+                    " ranks, which is not ranks_per_node = " + std::to_string(per_node) +
+                    " on each of " + std::to_string(min_nodes->get<int64_t>()) + " .. " +
+                    std::to_string(nodes) + " nodes (elastic_min_nodes .. nodes); start " +
+                    std::to_string(per_node) + " rank(s) on each node");
+  }
+  json out = j;
+  out["nodes"] = got;
+  for (const char* key : {"world_size", "local_batch_size", "micro_batch_size"}) out.erase(key);
+  return out;
+}
+
+RunConfig ParseRunConfig(const json& given, int64_t world_size) {
+  const json j = ElasticSplit(given, world_size);
   // Types, ranges, allowed values, unknown and missing fields: the declaration's checks, the same
   // the orchestrator runs on every resolved config (message: JSON path, value, what is allowed).
   const Status checked = config::CheckObject(

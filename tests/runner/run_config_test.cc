@@ -32,7 +32,7 @@ json EveryFieldSet() {
   return json::parse(R"({
     "run_id": "r1", "sweep": "s1", "attempt": 2, "seed": 9, "world_size": 4,
     "local_batch_size": 16, "micro_batch_size": 8, "metrics_path": "/tmp/m.jsonl",
-    "nodes": 2, "ranks_per_node": 2, "batch_size": 64, "accumulation": 2,
+    "elastic_min_nodes": 1, "nodes": 2, "ranks_per_node": 2, "batch_size": 64, "accumulation": 2,
     "data": {"name": "csv", "path": "/tmp/train.csv", "test_path": "/tmp/test.csv",
              "label_column": 3, "task": "regression", "samples": 100, "test_samples": 50,
              "features": 8, "noise": 0.5, "seed": 77},
@@ -236,6 +236,32 @@ TEST(RunConfigTest, InconsistentDerivedValuesAreRejected) {
             std::string::npos);
   j = Minimal();  // the launcher started 2 processes for a 1-rank config
   EXPECT_NE(ErrorOf(j, 2).find("mpirun -np 1"), std::string::npos) << ErrorOf(j, 2);
+}
+
+// slurm.elastic: an attempt given fewer nodes than the config's (down to elastic_min_nodes) runs
+// at the rank count it was started with; the derived sizes follow it.
+TEST(RunConfigTest, AnElasticAttemptTakesItsNodesFromTheLauncher) {
+  json j = Minimal();
+  j["nodes"] = 3;
+  j["batch_size"] = 60;
+  j["world_size"] = 3;
+  j["local_batch_size"] = 20;
+  j["micro_batch_size"] = 20;
+  j["elastic_min_nodes"] = 2;
+  RunConfig c = ParseRunConfig(j, 2);
+  EXPECT_EQ(c.nodes, 2);
+  EXPECT_EQ(c.world_size, 2);
+  EXPECT_EQ(c.local_batch_size, 30);
+  EXPECT_EQ(c.elastic_min_nodes, 2);
+  c = ParseRunConfig(j, 3);  // all of them
+  EXPECT_EQ(c.nodes, 3);
+  EXPECT_EQ(c.local_batch_size, 20);
+  EXPECT_NE(ErrorOf(j, 1).find("nodes: the launcher started 1 ranks, which is not "
+                               "ranks_per_node = 1 on each of 2 .. 3 nodes"),
+            std::string::npos)
+      << ErrorOf(j, 1);
+  j.erase("elastic_min_nodes");  // without it: the config's rank count exactly
+  EXPECT_NE(ErrorOf(j, 2).find("mpirun -np 3"), std::string::npos) << ErrorOf(j, 2);
 }
 
 TEST(RunConfigTest, SynchronizationThatCannotRunIsRejected) {
