@@ -2,6 +2,7 @@
 #include "orchestrator/launch/slurm_elastic.h"
 
 #include <algorithm>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -78,9 +79,25 @@ std::pair<int, int> ElasticNodeRange(const SlurmSettings& slurm, int nodes) {
   return {std::min(slurm.elastic->min_nodes, nodes), nodes};
 }
 
-std::string NodesArgument(std::pair<int, int> range) {
-  if (range.first == range.second) return std::to_string(range.second);
-  return fmt::format("{}-{}", range.first, range.second);
+std::optional<int> ElasticNodeCount(std::pair<int, int> range, int idle) {
+  if (idle >= range.second) return std::nullopt;
+  return std::max(range.first, idle);
+}
+
+std::optional<int> ParseIdleNodes(const std::string& sinfo) {
+  std::istringstream lines(sinfo);
+  std::string line;
+  std::optional<int> total;
+  while (std::getline(lines, line)) {
+    try {
+      size_t used = 0;
+      const int n = std::stoi(line, &used);
+      if (n < 0 || line.find_first_not_of(" \t\r", used) != std::string::npos) continue;
+      total = total.value_or(0) + n;
+    } catch (const std::exception&) {
+    }
+  }
+  return total;
 }
 
 }  // namespace batchlab::orchestrator

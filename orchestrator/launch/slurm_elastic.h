@@ -4,10 +4,12 @@
 // resume"); this file holds the plan-time check and the node request an attempt's job makes.
 //
 //   BATCHLAB_RETURN_IF_ERROR(CheckElastic(spec.slurm, plan));   // exit 2 at plan time
-//   ElasticNodeRange(spec.slurm, 3) == {2, 3}                   // --nodes=2-3 when widened
+//   ElasticNodeRange(spec.slurm, 3) == {2, 3}   // min_nodes 2
+//   ElasticNodeCount({2, 3}, /*idle=*/2) == 2   // a pending 3-node job is lowered to 2
 #ifndef BATCHLAB_ORCHESTRATOR_LAUNCH_SLURM_ELASTIC_H_
 #define BATCHLAB_ORCHESTRATOR_LAUNCH_SLURM_ELASTIC_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -28,8 +30,14 @@ Status CheckElastic(const SlurmSettings& slurm, const Plan& plan);
 // without slurm.elastic.
 std::pair<int, int> ElasticNodeRange(const SlurmSettings& slurm, int nodes);
 
-// sbatch's --nodes value for that range: "3" or "2-3".
-std::string NodesArgument(std::pair<int, int> range);
+// The node count a pending job of that range is lowered to when the partition has `idle` idle
+// nodes: max(min_nodes, idle); nullopt when idle >= nodes (it pends for another reason, e.g.
+// priority: lowering it would not start it sooner).
+std::optional<int> ElasticNodeCount(std::pair<int, int> range, int idle);
+
+// The idle nodes in `sinfo -h -t idle -o %D` output (one count per line, summed); nullopt when
+// it holds no count.
+std::optional<int> ParseIdleNodes(const std::string& sinfo);
 
 }  // namespace batchlab::orchestrator
 

@@ -61,25 +61,19 @@ bool RequestsGpus(const std::vector<std::string>& sbatch_args) {
   return false;
 }
 
-// The job's --nodes at submission: the run's own count, or with slurm.elastic and no pending
-// limit the range at once.
-std::string SubmittedNodes(const SlurmSettings& slurm, int nodes) {
-  const std::pair<int, int> range = ElasticNodeRange(slurm, nodes);
-  if (slurm.elastic && slurm.elastic->pending_seconds > 0) return std::to_string(nodes);
-  return NodesArgument(range);
-}
-
 bool IsUnsatisfiable(const std::string& reason) {
   return reason == "PartitionNodeLimit" || reason == "PartitionTimeLimit" ||
          reason == "BadConstraints" || reason == "PartitionConfig";
 }
 
-// slurm.elastic with pending_seconds > 0: a job submitted for the run's own node count that is
-// still pending that long after submission (or pending for a reason that never clears) is
-// widened to the node range, once.
+// slurm.elastic: a job submitted for the run's own node count that is still pending
+// pending_seconds after submission (or pending for a reason that never clears) while the
+// partition has fewer idle nodes than it asks for is lowered to what is idle (at least
+// min_nodes), once.
 struct Widening {
   double after_seconds = 0;
-  std::string nodes;  // "2-3"
+  std::pair<int, int> range;  // {min_nodes, nodes}
+  int ranks_per_node = 1;
 };
 
 class SlurmJob final : public Job {
@@ -111,7 +105,7 @@ class SlurmJob final : public Job {
     last_.detail = widened_.empty() ? info->state : info->state + "; " + widened_;
     if (info->state == "PENDING" && widening_ &&
         (now - submitted_ >= widening_->after_seconds || IsUnsatisfiable(info->reason))) {
-      Widen(info->reason);
+      Widen(*info);
     }
     unsatisfiable_polls_ =
         info->state == "PENDING" && IsUnsatisfiable(info->reason) ? unsatisfiable_polls_ + 1 : 0;
@@ -142,15 +136,25 @@ class SlurmJob final : public Job {
   }
 
  private:
-  // Takes what the partition can give now: the pending job's node count becomes the range
-  // (Slurm starts it on as many nodes of it as are free). Asked again at the next poll if
-  // scontrol refuses.
-  void Widen(const std::string& reason) {
-    auto r = RunCapturedCommand(
-        {"scontrol", "update", "JobId=" + job_id_, "NumNodes=" + widening_->nodes});
+  // Takes what the partition can give now: the pending job's node (and task) count lowered to
+  // the idle nodes of its partition, at least min_nodes. Asked again at the next poll if sinfo
+  // or scontrol fails; nothing done while enough nodes are idle.
+  void Widen(const SlurmJobInfo& info) {
+    std::vector<std::string> sinfo = {"sinfo", "-h", "-t", "idle", "-o", "%D"};
+    if (!info.partition.empty()) sinfo.insert(sinfo.begin() + 1, {"-p", info.partition});
+    auto idle_out = RunCapturedCommand(sinfo);
+    if (!idle_out.ok() || idle_out->exit_code != 0) return;
+    const std::optional<int> idle = ParseIdleNodes(idle_out->out);
+    if (!idle) return;
+    const std::optional<int> nodes = ElasticNodeCount(widening_->range, *idle);
+    if (!nodes) return;
+    auto r = RunCapturedCommand({"scontrol", "update", "JobId=" + job_id_,
+                                 fmt::format("NumNodes={}", *nodes),
+                                 fmt::format("NumTasks={}", *nodes * widening_->ranks_per_node)});
     if (!r.ok() || r->exit_code != 0) return;
-    widened_ = fmt::format("pending {:.0f} s ({}): asked for {} nodes (slurm.elastic)",
-                           Now() - submitted_, reason, widening_->nodes);
+    widened_ = fmt::format(
+        "pending {:.0f} s ({}), {} node(s) idle: lowered to {} of {} nodes (slurm.elastic)",
+        Now() - submitted_, info.reason, *idle, *nodes, widening_->range.second);
     widening_.reset();
   }
 
@@ -232,9 +236,8 @@ class SlurmLauncher final : public Launcher {
     std::optional<Widening> widening;
     if (range.first < range.second) {
       env["BATCHLAB_ELASTIC_RANKS_PER_NODE"] = std::to_string(request.ranks_per_node);
-      if (settings_.slurm.elastic->pending_seconds > 0) {
-        widening = Widening{settings_.slurm.elastic->pending_seconds, NodesArgument(range)};
-      }
+      widening =
+          Widening{settings_.slurm.elastic->pending_seconds, range, request.ranks_per_node};
     }
     BATCHLAB_ASSIGN_OR_RETURN(CommandResult r, RunCapturedCommand(argv, env));
     if (r.exit_code != 0) {
@@ -271,7 +274,7 @@ std::vector<std::string> SbatchArguments(const SlurmLaunchSettings& settings,
   std::vector<std::string> a = {
       "--parsable",
       fmt::format("--job-name=batchlab-{}-{}", request.run_id, request.attempt),
-      "--nodes=" + SubmittedNodes(settings.slurm, request.nodes),
+      fmt::format("--nodes={}", request.nodes),
       fmt::format("--ntasks-per-node={}", request.ranks_per_node),
       fmt::format("--cpus-per-task={}", cpus),
       fmt::format("--time={}", settings.slurm.time_limit_minutes),
@@ -328,6 +331,7 @@ std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text) {
   ParseExitCode(FieldOf(text, "ExitCode"), &info);
   info.nodes = FieldOf(text, "NodeList");
   info.reason = FieldOf(text, "Reason");
+  info.partition = FieldOf(text, "Partition");
   if (info.nodes == "(null)") info.nodes.clear();
   return info;
 }

@@ -23,7 +23,7 @@ figures. Sections (run all, or name some on the command line):
             job, resumes from the checkpoint, and leaves no process on any host
   host_dies  every process of a host killed mid-run of a 3-host run with slurm.elastic
             {min_nodes 2}: the run fails over, its next attempt takes the 2 hosts left (the
-            job widened to 2-3 nodes after pending_seconds) and resumes the 3-rank checkpoint at
+            pending 3-node job lowered to the 2 idle nodes after pending_seconds) and resumes the 3-rank checkpoint at
             2 ranks; the resume line names the step and from_world_size 3; the losses of the
             steps both attempts trained agree (the same global batches); the attempts table
             records K = 3 then 2 and `analyze target` counts each step's rank-seconds at its K;
@@ -614,8 +614,10 @@ def check_elastic(first, last):
           f"attempts table (attempt, world_size, resumed_from, resumed_step): {rows}")
     # Rank-seconds: steps up to the checkpoint at K = N (attempt 1's lines), after it at N - 1.
     # The target: the lowest loss after the change, so the hit lies in the K = N - 1 part.
+    series = {s: v for s, v in loss_a.items() if s <= at}  # as the database holds the run
+    series.update(loss_b)
     low = min(loss_b.values())
-    hit = min(s for s, v in loss_b.items() if v <= low)
+    hit = min(s for s, v in series.items() if v <= low)
     sec = {l["step"]: l["step_seconds"] for l in a if l.get("kind") == "step" and l["step"] <= at}
     sec.update({l["step"]: l["step_seconds"] for l in b if l.get("kind") == "step"})
     want = sum(v * (N if s <= at else N - 1) for s, v in sec.items() if s <= hit)
