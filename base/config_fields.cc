@@ -109,10 +109,6 @@ Field Declare() {
           Int("local_batch_size", 1).Derived().Means("batch_size / world_size"),
           Int("micro_batch_size", 1).Derived().Means("local_batch_size / accumulation"),
           Str("metrics_path").Derived().Means("where rank 0 writes the metric lines"),
-          Int("elastic_min_nodes", 1, kMaxNodes)
-              .Derived()
-              .Means("slurm.elastic: this attempt may run on fewer nodes, down to this many; "
-                     "nodes is then the started ranks / ranks_per_node"),
 
           Int("nodes", 1, kMaxNodes)
               .Def(1)

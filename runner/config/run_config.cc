@@ -5,6 +5,8 @@
 
 #include <torch/cuda.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -12,6 +14,7 @@
 #include <utility>
 
 #include "base/config_check.h"
+#include "base/elastic_nodes.h"
 #include "runner/data/dataset_registry.h"
 #include "runner/models/model_registry.h"
 #include "runner/config/precision.h"
@@ -65,8 +68,6 @@ const std::vector<Binding>& Bindings() {
           "micro_batch_size", [](auto& c) -> auto& { return c.micro_batch_size; }),
       Bind(
           "metrics_path", [](auto& c) -> auto& { return c.metrics_path; }),
-      Bind(
-          "elastic_min_nodes", [](auto& c) -> auto& { return c.elastic_min_nodes; }),
       Bind(
           "nodes", [](auto& c) -> auto& { return c.nodes; }),
       Bind(
@@ -423,20 +424,23 @@ bool TargetConfig::Met(double observed) const {
 }
 
 // slurm.elastic (docs/protocol.md, "Elastic resume"): an attempt started on fewer nodes than
-// the config's, down to elastic_min_nodes, runs at the rank count it got: nodes from the started
-// ranks, the derived sizes derived again. The config unchanged otherwise.
-json ElasticSplit(const json& j, int64_t launcher_world) {
-  const auto min_nodes = j.find("elastic_min_nodes");
-  if (min_nodes == j.end() || !min_nodes->is_number_integer() || launcher_world <= 0) return j;
-  const int64_t per_node = j.value("ranks_per_node", int64_t{1});
-  const int64_t nodes = j.value("nodes", int64_t{1});
+// the config's, down to `min_nodes` (base/elastic_nodes.h), runs at the rank count it got: nodes
+// from the started ranks, the derived sizes derived again. The config unchanged otherwise.
+json ElasticSplit(const json& j, int64_t launcher_world, int64_t min_nodes) {
+  if (launcher_world <= 0 || !j.is_object()) return j;
+  const json one = 1;
+  const json& per_node_json = j.contains("ranks_per_node") ? j["ranks_per_node"] : one;
+  const json& nodes_json = j.contains("nodes") ? j["nodes"] : one;
+  if (!per_node_json.is_number_integer() || !nodes_json.is_number_integer()) return j;
+  const int64_t per_node = std::max<int64_t>(1, per_node_json.get<int64_t>());
+  const int64_t nodes = nodes_json.get<int64_t>();
   if (launcher_world == nodes * per_node) return j;
-  const int64_t got = launcher_world / std::max<int64_t>(1, per_node);
-  if (launcher_world % per_node != 0 || got < min_nodes->get<int64_t>() || got > nodes) {
+  const int64_t got = launcher_world / per_node;
+  if (launcher_world % per_node != 0 || got < min_nodes || got > nodes) {
     throw BadConfig("nodes: the launcher started " + std::to_string(launcher_world) +
                     " ranks, which is not ranks_per_node = " + std::to_string(per_node) +
-                    " on each of " + std::to_string(min_nodes->get<int64_t>()) + " .. " +
-                    std::to_string(nodes) + " nodes (elastic_min_nodes .. nodes); start " +
+                    " on each of " + std::to_string(min_nodes) + " .. " + std::to_string(nodes) +
+                    " nodes (" + protocol::kElasticMinNodesEnv + " .. nodes); start " +
                     std::to_string(per_node) + " rank(s) on each node");
   }
   json out = j;
@@ -445,8 +449,21 @@ json ElasticSplit(const json& j, int64_t launcher_world) {
   return out;
 }
 
-RunConfig ParseRunConfig(const json& given, int64_t world_size) {
-  const json j = ElasticSplit(given, world_size);
+// The fewest nodes this attempt may run on, from the orchestrator's environment; 0: none.
+int64_t ElasticMinNodes() {
+  const char* text = std::getenv(protocol::kElasticMinNodesEnv);
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (*end != '\0' || v < 1) {
+    throw BadConfig(std::string(protocol::kElasticMinNodesEnv) + ": \"" + text +
+                    "\" is not a positive number of nodes; unset it or give the fewest nodes "
+                    "this attempt may run on");
+  }
+  return v;
+}
+
+RunConfig ParseRunConfig(const json& j, int64_t world_size) {
   // Types, ranges, allowed values, unknown and missing fields: the declaration's checks, the same
   // the orchestrator runs on every resolved config (message: JSON path, value, what is allowed).
   const Status checked = config::CheckObject(
@@ -481,6 +498,9 @@ RunConfig LoadRunConfig(const std::string& path, int64_t world_size) {
     j = json::parse(text.str());
   } catch (const json::parse_error& e) {
     throw BadConfig("--config: \"" + path + "\" is not valid JSON: " + e.what());
+  }
+  if (const int64_t min_nodes = ElasticMinNodes(); min_nodes > 0) {
+    j = ElasticSplit(j, world_size, min_nodes);
   }
   return ParseRunConfig(j, world_size);
 }

@@ -102,9 +102,6 @@ struct RunConfig {
   int64_t local_batch_size = 0;
   int64_t micro_batch_size = 0;
   std::string metrics_path;  // "" = no metrics file (tests)
-  // slurm.elastic: the fewest nodes this attempt may run on (0: the config's nodes exactly);
-  // nodes is then the started ranks / ranks_per_node (run_config.cc, ElasticSplit).
-  int64_t elastic_min_nodes = 0;
 
   int64_t nodes = config::Default<int64_t>("nodes");
   int64_t ranks_per_node = config::Default<int64_t>("ranks_per_node");

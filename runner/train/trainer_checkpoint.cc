@@ -237,10 +237,7 @@ bool Trainer::CheckpointDue() const {
 
 std::string Trainer::ConfigHash(int format) const {
   json c = RunConfigToJson(config_);
-  for (const char* key :
-       {"run_id", "attempt", "metrics_path", "elastic_min_nodes", "checkpoint"}) {
-    c.erase(key);
-  }
+  for (const char* key : {"run_id", "attempt", "metrics_path", "checkpoint"}) c.erase(key);
   if (format >= 2) {
     // How the run is split is not part of it: a checkpoint goes on at another rank count.
     for (const char* key :

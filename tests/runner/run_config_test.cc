@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "base/config_fields.h"
@@ -32,7 +34,7 @@ json EveryFieldSet() {
   return json::parse(R"({
     "run_id": "r1", "sweep": "s1", "attempt": 2, "seed": 9, "world_size": 4,
     "local_batch_size": 16, "micro_batch_size": 8, "metrics_path": "/tmp/m.jsonl",
-    "elastic_min_nodes": 1, "nodes": 2, "ranks_per_node": 2, "batch_size": 64, "accumulation": 2,
+    "nodes": 2, "ranks_per_node": 2, "batch_size": 64, "accumulation": 2,
     "data": {"name": "csv", "path": "/tmp/train.csv", "test_path": "/tmp/test.csv",
              "label_column": 3, "task": "regression", "samples": 100, "test_samples": 50,
              "features": 8, "noise": 0.5, "seed": 77},
@@ -238,8 +240,9 @@ TEST(RunConfigTest, InconsistentDerivedValuesAreRejected) {
   EXPECT_NE(ErrorOf(j, 2).find("mpirun -np 1"), std::string::npos) << ErrorOf(j, 2);
 }
 
-// slurm.elastic: an attempt given fewer nodes than the config's (down to elastic_min_nodes) runs
-// at the rank count it was started with; the derived sizes follow it.
+// slurm.elastic: an attempt given fewer nodes than the config's (down to the orchestrator's
+// BATCHLAB_ELASTIC_MIN_NODES) runs at the rank count it was started with; the derived sizes
+// follow it.
 TEST(RunConfigTest, AnElasticAttemptTakesItsNodesFromTheLauncher) {
   json j = Minimal();
   j["nodes"] = 3;
@@ -247,21 +250,34 @@ TEST(RunConfigTest, AnElasticAttemptTakesItsNodesFromTheLauncher) {
   j["world_size"] = 3;
   j["local_batch_size"] = 20;
   j["micro_batch_size"] = 20;
-  j["elastic_min_nodes"] = 2;
-  RunConfig c = ParseRunConfig(j, 2);
+  const std::string path = ::testing::TempDir() + "/elastic_config.json";
+  std::ofstream(path) << j.dump();
+  const auto error_of = [&path](int64_t world) {
+    try {
+      LoadRunConfig(path, world);
+    } catch (const RunnerError& e) {
+      EXPECT_EQ(e.exit_code(), 2) << e.what();
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of(2).find("mpirun -np 3"), std::string::npos);  // not elastic: exactly 3
+  setenv("BATCHLAB_ELASTIC_MIN_NODES", "2", 1);
+  RunConfig c = LoadRunConfig(path, 2);
   EXPECT_EQ(c.nodes, 2);
   EXPECT_EQ(c.world_size, 2);
   EXPECT_EQ(c.local_batch_size, 30);
-  EXPECT_EQ(c.elastic_min_nodes, 2);
-  c = ParseRunConfig(j, 3);  // all of them
+  c = LoadRunConfig(path, 3);  // all of them
   EXPECT_EQ(c.nodes, 3);
   EXPECT_EQ(c.local_batch_size, 20);
-  EXPECT_NE(ErrorOf(j, 1).find("nodes: the launcher started 1 ranks, which is not "
-                               "ranks_per_node = 1 on each of 2 .. 3 nodes"),
+  EXPECT_NE(error_of(1).find("nodes: the launcher started 1 ranks, which is not "
+                             "ranks_per_node = 1 on each of 2 .. 3 nodes"),
             std::string::npos)
-      << ErrorOf(j, 1);
-  j.erase("elastic_min_nodes");  // without it: the config's rank count exactly
-  EXPECT_NE(ErrorOf(j, 2).find("mpirun -np 3"), std::string::npos) << ErrorOf(j, 2);
+      << error_of(1);
+  setenv("BATCHLAB_ELASTIC_MIN_NODES", "two", 1);
+  EXPECT_NE(error_of(2).find("BATCHLAB_ELASTIC_MIN_NODES: \"two\" is not a positive number"),
+            std::string::npos);
+  unsetenv("BATCHLAB_ELASTIC_MIN_NODES");
 }
 
 TEST(RunConfigTest, SynchronizationThatCannotRunIsRejected) {
