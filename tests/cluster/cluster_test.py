@@ -587,6 +587,11 @@ def section_host_dies():
 def check_elastic(first, last):
     """slurm.elastic after the host died: `first` (attempt 1, N ranks) and `last` (the attempt
     that finished, on N - 1 hosts) are one continuous run; rank-seconds counted per K."""
+    argv = read_json(os.path.join(last, "launch.json"))["argv"]
+    got = job_hosts(last)
+    check(f"--nodes={N}" in argv and len(got) == N - 1,
+          f"{os.path.basename(last)}: submitted for --nodes={N}, lowered while pending to the "
+          f"{len(got)} idle hosts ({','.join(got)})")
     a, b = lines(os.path.join(first, "metrics.jsonl")), lines(os.path.join(last, "metrics.jsonl"))
     starts = [l.get("world_size") for l in (a[:3] + b[:3]) if l.get("kind") == "start"]
     resume = [l for l in b if l.get("kind") == "resume"]
