@@ -153,19 +153,21 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
                         : static_cast<double>(hit.step) * static_cast<double>(run.batch_size);
       const Series* step_seconds = run.Metric("step_seconds");
       const Series* wall = run.Metric("seconds");
-      // Rank-seconds: each step's seconds at the rank count that trained it (slurm.elastic).
-      hit.compute = 0;
+      // Rank-seconds: each step's seconds at the rank count that trained it (slurm.elastic:
+      // RunData::rank_segments; one rank count: seconds x world_size).
+      double rank_seconds = 0;
       if (step_seconds && !step_seconds->empty()) {
         double sum = 0;
         for (size_t j = 0; j < step_seconds->size() && step_seconds->steps[j] <= hit.step; ++j) {
           sum += step_seconds->values[j];
-          hit.compute += step_seconds->values[j] * run.WorldSizeAt(step_seconds->steps[j]);
+          rank_seconds += step_seconds->values[j] * run.WorldSizeAt(step_seconds->steps[j]);
         }
         hit.seconds = sum;
       } else if (wall && !wall->empty()) {
         hit.seconds = ValueAt(*wall, hit.step);
-        hit.compute = WallRankSeconds(run, *wall, hit.step);
+        rank_seconds = WallRankSeconds(run, *wall, hit.step);
       }
+      hit.compute = run.rank_segments.empty() ? hit.seconds * run.world_size : rank_seconds;
       hit.flops = static_cast<double>(hit.step) * run.flops_per_step;
       return hit;
     }
