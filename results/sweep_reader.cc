@@ -104,8 +104,8 @@ StatusOr<std::vector<SweepRunRow>> SweepReader::Runs() {
       Statement st,
       db_->Prepare("SELECT s.run_key, s.run_id, s.state, s.batch_size, s.nodes, s.world_size, "
                    "s.local_batch_size, s.seed, s.optimizer, s.lr_rule, r.config_json, "
-                   "s.parameters, s.tokens_per_step, s.flops_per_step, s.host, s.started_at, s.ended_at, "
-                   "s.attempt "
+                   "s.parameters, s.tokens_per_step, s.flops_per_step, s.host, s.started_at, "
+                   "s.ended_at, s.attempt "
                    "FROM run_summary s JOIN runs r ON r.run_key = s.run_key "
                    "WHERE s.sweep_id = ?1 ORDER BY s.ordinal"));
   st.BindInt(1, sweep_id_);
