@@ -30,6 +30,7 @@
 #include "orchestrator/plan/scheduler.h"
 #include "orchestrator/process/signal_watcher.h"
 #include "orchestrator/launch/slurm_launcher.h"
+#include "orchestrator/launch/slurm_elastic.h"
 #include "orchestrator/launch/slurm_preflight.h"
 #include "orchestrator/spec/spec.h"
 #include "orchestrator/execute/sweep_executor.h"
@@ -98,6 +99,8 @@ StatusOr<std::pair<orch::Spec, orch::Plan>> LoadAndExpand(const std::string& pat
         "`constraints`",
         path, plan->points, by.empty() ? "no point left" : by));
   }
+  // slurm.elastic: every run must be able to go on at every node count it may get.
+  BATCHLAB_RETURN_IF_ERROR(orch::CheckElastic(spec.slurm, *plan).WithContext(path));
   return std::make_pair(std::move(spec), std::move(plan).value());
 }
 
@@ -171,7 +174,12 @@ StatusOr<std::unique_ptr<orch::Launcher>> MakeLauncher(const RunFlags& f, const 
     pool.idle_seconds = kSlurmIdleWorkerSeconds;
     pool.idle_workers_hold_nodes = true;
   }
-  if (f.workers == "reuse") launcher = orch::MakeWorkerPool(std::move(launcher), std::move(pool));
+  // slurm.elastic: each attempt is its own job, whose node count Slurm may lower (a warm worker
+  // keeps one shape), so its runs start cold.
+  const bool elastic = f.backend == "slurm" && spec.slurm.elastic.has_value();
+  if (f.workers == "reuse" && !elastic) {
+    launcher = orch::MakeWorkerPool(std::move(launcher), std::move(pool));
+  }
   return launcher;
 }
 

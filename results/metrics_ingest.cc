@@ -96,6 +96,13 @@ Status MetricsIngester::PrepareStatements() {
           "UPDATE runs SET host = coalesce(?, host), parameters = coalesce(?, parameters), "
           "tokens_per_step = coalesce(?, tokens_per_step), "
           "flops_per_step = coalesce(?, flops_per_step) WHERE run_key = ? AND attempt = ?"));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      update_attempt_world_,
+      db_.Prepare("UPDATE attempts SET world_size = ? WHERE run_key = ? AND attempt = ?"));
+  BATCHLAB_ASSIGN_OR_RETURN(
+      update_attempt_resume_,
+      db_.Prepare("UPDATE attempts SET resumed_from = ?, resumed_step = ? WHERE run_key = ? AND "
+                  "attempt = ?"));
   prepared_ = true;
   return OkStatus();
 }
@@ -238,6 +245,11 @@ Status MetricsIngester::StoreStartOrEnd(const Where& w, std::string_view line,
     } else {
       update_start_.BindNull(1);
     }
+    // The rank count this attempt ran with (slurm.elastic: perhaps fewer than the run's).
+    if (const std::optional<int64_t> world = IntFact(j, "world_size")) {
+      BATCHLAB_RETURN_IF_ERROR(
+          update_attempt_world_.BindInt(1, *world).BindInt(2, run_key).BindInt(3, attempt).Run());
+    }
     return update_start_.BindOptionalInt(2, IntFact(j, "parameters"))
         .BindOptionalInt(3, IntFact(j, "tokens_per_step"))
         .BindOptionalDouble(4, Fact(j, "flops_per_step"))
@@ -291,6 +303,11 @@ Status MetricsIngester::StoreResume(const Where& w, std::string_view line, int64
   if (!from || !step || *step <= 0 || *from >= w.attempt || *from < 1) {
     return event("resume", "no usable checkpoint: this attempt starts from step 0");
   }
+  BATCHLAB_RETURN_IF_ERROR(update_attempt_resume_.BindInt(1, *from)
+                               .BindInt(2, *step)
+                               .BindInt(3, w.run_key)
+                               .BindInt(4, w.attempt)
+                               .Run());
   // Lines of the earlier attempt up to its checkpoint: this attempt's history.
   BATCHLAB_ASSIGN_OR_RETURN(
       Statement copy,

@@ -95,7 +95,7 @@ class MetricsIngester {
   MetricsLineParser parser_;
   std::map<size_t, Statement> insert_rows_;
   Statement insert_name_, select_name_, load_cursor_, save_cursor_, insert_event_, update_end_,
-      update_start_, select_outcome_;
+      update_start_, select_outcome_, update_attempt_world_, update_attempt_resume_;
   std::unordered_map<std::string, int64_t> name_ids_;
 };
 

@@ -194,8 +194,17 @@ SELECT s.name AS sweep, s.version AS sweep_version, r.id AS run_id, r.ordinal AS
 FROM runs r JOIN sweeps s ON s.id = r.sweep_id;
 )sql";
 
+// ---- v7: the rank count each attempt ran with (slurm.elastic: an attempt may get fewer nodes)
+// and the checkpoint it resumed, so the analysis counts each step's rank-seconds at the K that
+// trained it. ----
+constexpr const char* kV6ToV7 = R"sql(
+ALTER TABLE attempts ADD COLUMN world_size INTEGER;
+ALTER TABLE attempts ADD COLUMN resumed_from INTEGER;
+ALTER TABLE attempts ADD COLUMN resumed_step INTEGER;
+)sql";
+
 // kMigrations[v]: v -> v+1.
-const char* const kMigrations[] = {nullptr, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5, kV5ToV6};
+const char* const kMigrations[] = {nullptr, kV1ToV2, kV2ToV3, kV3ToV4, kV4ToV5, kV5ToV6, kV6ToV7};
 
 Status ApplyMigrations(Database& db, int from, int to) {
   for (int v = from; v < to; ++v) {
@@ -261,6 +270,7 @@ const char* SchemaDdl(int version) {
   static const std::string v4 = v3 + kV3ToV4;
   static const std::string v5 = v4 + kV4ToV5;
   static const std::string v6 = v5 + kV5ToV6;
+  static const std::string v7 = v6 + kV6ToV7;
   switch (version) {
     case 1:
       return v1.c_str();
@@ -274,6 +284,8 @@ const char* SchemaDdl(int version) {
       return v5.c_str();
     case 6:
       return v6.c_str();
+    case 7:
+      return v7.c_str();
     default:
       return nullptr;
   }

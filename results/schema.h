@@ -26,7 +26,7 @@
 
 namespace batchlab::results {
 
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 inline constexpr int32_t kApplicationId = 0x424C4142;  // "BLAB"
 
 // The complete DDL that creates an empty database of `version` (1..kSchemaVersion), without the

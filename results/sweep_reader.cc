@@ -104,7 +104,8 @@ StatusOr<std::vector<SweepRunRow>> SweepReader::Runs() {
       Statement st,
       db_->Prepare("SELECT s.run_key, s.run_id, s.state, s.batch_size, s.nodes, s.world_size, "
                    "s.local_batch_size, s.seed, s.optimizer, s.lr_rule, r.config_json, "
-                   "s.parameters, s.tokens_per_step, s.flops_per_step, s.host, s.started_at, s.ended_at "
+                   "s.parameters, s.tokens_per_step, s.flops_per_step, s.host, s.started_at, "
+                   "s.ended_at, s.attempt "
                    "FROM run_summary s JOIN runs r ON r.run_key = s.run_key "
                    "WHERE s.sweep_id = ?1 ORDER BY s.ordinal"));
   st.BindInt(1, sweep_id_);
@@ -130,7 +131,29 @@ StatusOr<std::vector<SweepRunRow>> SweepReader::Runs() {
     r.host = st.ColumnText(14);
     r.started_at = st.ColumnOptionalDouble(15);
     r.ended_at = st.ColumnOptionalDouble(16);
+    r.attempt = static_cast<int>(st.ColumnInt(17));
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+StatusOr<std::vector<SweepAttemptRow>> SweepReader::Attempts() {
+  BATCHLAB_ASSIGN_OR_RETURN(
+      Statement st,
+      db_->Prepare("SELECT a.run_key, a.attempt, a.world_size, a.resumed_from, a.resumed_step "
+                   "FROM attempts a JOIN runs r ON r.run_key = a.run_key WHERE r.sweep_id = ?1"));
+  st.BindInt(1, sweep_id_);
+  std::vector<SweepAttemptRow> out;
+  while (true) {
+    BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    SweepAttemptRow a;
+    a.run_key = st.ColumnInt(0);
+    a.attempt = static_cast<int>(st.ColumnInt(1));
+    a.world_size = st.ColumnOptionalInt(2);
+    a.resumed_from = st.ColumnOptionalInt(3);
+    a.resumed_step = st.ColumnOptionalInt(4);
+    out.push_back(a);
   }
   return out;
 }

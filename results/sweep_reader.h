@@ -37,6 +37,15 @@ struct SweepRunRow {
   // analysis derives each run's load from (co-running ranks on its host).
   std::string host;
   std::optional<double> started_at, ended_at;
+  int attempt = 0;  // the current attempt (whose metrics the analysis reads)
+};
+
+// One attempt of a run of the sweep (docs/schema.md, `attempts`): the rank count it ran with
+// and the checkpoint it resumed (v7; nullopt when not recorded).
+struct SweepAttemptRow {
+  int64_t run_key = 0;
+  int attempt = 0;
+  std::optional<int64_t> world_size, resumed_from, resumed_step;
 };
 
 // One swept value of a run, as JSON text: integers and reals as numbers, text quoted.
@@ -74,6 +83,7 @@ class SweepReader {
   StatusOr<std::vector<SweepRunRow>> Runs();  // in expansion order
   StatusOr<std::string> SpecJson();           // the sweep version's spec (canonical JSON)
   StatusOr<std::vector<SweepParamRow>> Params();
+  StatusOr<std::vector<SweepAttemptRow>> Attempts();  // every attempt of the sweep's runs
   // Metric name ids -> names, only those in `wanted` (every name when empty).
   StatusOr<std::unordered_map<int64_t, std::string>> MetricNames(
       const std::vector<std::string>& wanted);

@@ -56,6 +56,23 @@ struct RunData {
   double started_at = 0;  // seconds since the epoch
   double ended_at = 0;
   std::map<std::string, Series> metrics;
+  // The rank count that trained each step when it changed between attempts (slurm.elastic: an
+  // attempt may run on fewer nodes): ascending by after_step, step s was trained at the
+  // world_size of the last entry with after_step < s. Empty: every step at `world_size`.
+  struct RankSegment {
+    int64_t after_step = 0;
+    int world_size = 1;
+  };
+  std::vector<RankSegment> rank_segments;
+
+  // The rank count that trained `step` (rank_segments, else world_size).
+  int WorldSizeAt(int64_t step) const {
+    int k = world_size;
+    for (const RankSegment& s : rank_segments) {
+      if (s.after_step < step) k = s.world_size;
+    }
+    return k;
+  }
 
   // The series of `name`, or nullptr when the run never logged it.
   const Series* Metric(const std::string& name) const {

@@ -2,6 +2,7 @@
 #include "analysis/data/sweep_data.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <thread>
@@ -87,6 +88,42 @@ std::vector<std::string> AnalysisMetrics(const std::string& target_metric) {
   return m;
 }
 
+namespace {
+
+// RunData::rank_segments from the attempts (slurm.elastic): from the run's current attempt back
+// through the attempts whose checkpoints each resumed, each one's rank count for the steps after
+// its resume step. Left empty when every attempt of the chain ran at the run's world size.
+void SetRankSegments(const std::vector<results::SweepRunRow>& rows,
+                     const std::vector<results::SweepAttemptRow>& attempts,
+                     const std::unordered_map<int64_t, size_t>& by_key,
+                     std::vector<RunData>* runs) {
+  std::map<std::pair<int64_t, int>, const results::SweepAttemptRow*> of;
+  for (const results::SweepAttemptRow& a : attempts) of[{a.run_key, a.attempt}] = &a;
+  for (const results::SweepRunRow& row : rows) {
+    RunData& run = (*runs)[by_key.at(row.run_key)];
+    std::vector<RunData::RankSegment> chain;
+    bool changed = false;
+    int at = row.attempt;
+    for (int hops = 0; at >= 1 && hops <= row.attempt; ++hops) {
+      auto it = of.find({row.run_key, at});
+      if (it == of.end()) break;
+      const results::SweepAttemptRow& a = *it->second;
+      const int64_t after = a.resumed_from ? a.resumed_step.value_or(0) : 0;
+      if (a.world_size) {
+        chain.push_back({after, static_cast<int>(*a.world_size)});
+        changed = changed || *a.world_size != run.world_size;
+      }
+      if (!a.resumed_from || *a.resumed_from >= at) break;
+      at = static_cast<int>(*a.resumed_from);
+    }
+    if (!changed) continue;
+    std::reverse(chain.begin(), chain.end());
+    run.rank_segments = std::move(chain);
+  }
+}
+
+}  // namespace
+
 StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& name,
                               const LoadOptions& options) {
   BATCHLAB_ASSIGN_OR_RETURN(std::unique_ptr<results::SweepReader> reader,
@@ -140,6 +177,8 @@ StatusOr<SweepData> LoadSweep(const std::string& db_path, const std::string& nam
     by_key[row.run_key] = sweep.runs.size();
     sweep.runs.push_back(std::move(r));
   }
+  BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::SweepAttemptRow> attempts, reader->Attempts());
+  SetRankSegments(rows, attempts, by_key, &sweep.runs);
   BATCHLAB_ASSIGN_OR_RETURN(std::vector<results::SweepParamRow> params, reader->Params());
   for (results::SweepParamRow& p : params) {
     auto it = by_key.find(p.run_key);

@@ -101,6 +101,22 @@ double ValueAt(const Series& s, int64_t step) {
   return s.values[i - 1] + f * (s.values[i] - s.values[i - 1]);
 }
 
+// Rank-seconds to `step` from the cumulative `seconds` series: each rank segment's share of it
+// at that segment's rank count.
+double WallRankSeconds(const RunData& run, const Series& wall, int64_t step) {
+  const auto at = [&wall](int64_t s) { return s > 0 ? ValueAt(wall, s) : 0.0; };
+  double total = 0;
+  int64_t from = 0;
+  int k = run.world_size;
+  for (const RunData::RankSegment& s : run.rank_segments) {
+    if (s.after_step >= step) break;
+    if (s.after_step > from) total += (at(s.after_step) - at(from)) * k;
+    from = std::max(from, s.after_step);
+    k = s.world_size;
+  }
+  return total + (at(step) - at(from)) * k;
+}
+
 bool HasNonFiniteLoss(const RunData& run) {
   const Series* loss = run.Metric("loss");
   if (!loss) return false;
@@ -137,16 +153,21 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
                         : static_cast<double>(hit.step) * static_cast<double>(run.batch_size);
       const Series* step_seconds = run.Metric("step_seconds");
       const Series* wall = run.Metric("seconds");
+      // Rank-seconds: each step's seconds at the rank count that trained it (slurm.elastic:
+      // RunData::rank_segments; one rank count: seconds x world_size).
+      double rank_seconds = 0;
       if (step_seconds && !step_seconds->empty()) {
         double sum = 0;
         for (size_t j = 0; j < step_seconds->size() && step_seconds->steps[j] <= hit.step; ++j) {
           sum += step_seconds->values[j];
+          rank_seconds += step_seconds->values[j] * run.WorldSizeAt(step_seconds->steps[j]);
         }
         hit.seconds = sum;
       } else if (wall && !wall->empty()) {
         hit.seconds = ValueAt(*wall, hit.step);
+        rank_seconds = WallRankSeconds(run, *wall, hit.step);
       }
-      hit.compute = hit.seconds * run.world_size;
+      hit.compute = run.rank_segments.empty() ? hit.seconds * run.world_size : rank_seconds;
       hit.flops = static_cast<double>(hit.step) * run.flops_per_step;
       return hit;
     }

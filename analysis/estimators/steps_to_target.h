@@ -67,7 +67,9 @@ struct TargetHit {
   int64_t resolution = 0;
   double samples = 0;  // samples processed up to it (the `samples` metric, else step × B)
   double seconds = 0;  // training seconds up to it (Σ step_seconds, else the `seconds` metric)
-  double compute = 0;  // world_size × seconds (rank-seconds)
+  // Rank-seconds: Σ over steps of seconds × the rank count that trained the step (world_size,
+  // or per attempt under slurm.elastic: RunData::rank_segments).
+  double compute = 0;
   // Training FLOPs to it: step × the run's stored flops_per_step; 0 when the run did not report
   // it (compute is then known only in rank-seconds).
   double flops = 0;

@@ -13,10 +13,12 @@
 #include <boost/filesystem.hpp>
 
 #include "base/atomic_file.h"
+#include "base/elastic_nodes.h"
 #include "base/run_protocol.h"
 #include "orchestrator/execute/attempt_policies.h"
 #include "orchestrator/execute/attempt_verdict.h"
 #include "orchestrator/execute/execution.h"
+#include "orchestrator/launch/slurm_elastic.h"
 
 namespace batchlab::orchestrator::execution {
 namespace {
@@ -87,6 +89,12 @@ Status Execution::Launch(size_t i) {
   const double now = now_();
   if (first_start_ == 0) first_start_ = now;
   Status described = DescribeRanks(r, &req);
+  if (spec_.slurm.elastic && r.program.builtin) {
+    // The attempt may get fewer nodes (slurm_elastic.h): the runner takes its nodes from the
+    // ranks it was started with, down to this many.
+    req.env[protocol::kElasticMinNodesEnv] =
+        std::to_string(ElasticNodeRange(spec_.slurm, req.nodes).first);
+  }
   StatusOr<std::unique_ptr<Job>> job =
       described.ok() ? launcher_.Start(req) : StatusOr<std::unique_ptr<Job>>(described);
   if (!job.ok()) {

@@ -15,6 +15,7 @@
 
 #include "orchestrator/process/captured_command.h"
 #include "orchestrator/launch/local_launcher.h"
+#include "orchestrator/launch/slurm_elastic.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -65,10 +66,23 @@ bool IsUnsatisfiable(const std::string& reason) {
          reason == "BadConstraints" || reason == "PartitionConfig";
 }
 
+// slurm.elastic: a job submitted for the run's own node count that is still pending
+// pending_seconds after submission (or pending for a reason that never clears) while the
+// partition has fewer idle nodes than it asks for is lowered to what is idle (at least
+// min_nodes), once.
+struct Widening {
+  double after_seconds = 0;
+  std::pair<int, int> range;  // {min_nodes, nodes}
+  int ranks_per_node = 1;
+};
+
 class SlurmJob final : public Job {
  public:
-  SlurmJob(std::string job_id, double poll_interval)
-      : job_id_(std::move(job_id)), poll_interval_(poll_interval) {}
+  SlurmJob(std::string job_id, double poll_interval, std::optional<Widening> widening)
+      : job_id_(std::move(job_id)),
+        poll_interval_(poll_interval),
+        widening_(std::move(widening)),
+        submitted_(Now()) {}
 
   JobStatus Poll() override {
     if (last_.done) return last_;
@@ -88,7 +102,11 @@ class SlurmJob final : public Job {
       return last_;
     }
     unknown_polls_ = 0;
-    last_.detail = info->state;
+    last_.detail = widened_.empty() ? info->state : info->state + "; " + widened_;
+    if (info->state == "PENDING" && widening_ &&
+        (now - submitted_ >= widening_->after_seconds || IsUnsatisfiable(info->reason))) {
+      Widen(*info);
+    }
     unsatisfiable_polls_ =
         info->state == "PENDING" && IsUnsatisfiable(info->reason) ? unsatisfiable_polls_ + 1 : 0;
     if (unsatisfiable_polls_ >= 3) {
@@ -118,6 +136,28 @@ class SlurmJob final : public Job {
   }
 
  private:
+  // Takes what the partition can give now: the pending job's node (and task) count lowered to
+  // the idle nodes of its partition, at least min_nodes. Asked again at the next poll if sinfo
+  // or scontrol fails; nothing done while enough nodes are idle.
+  void Widen(const SlurmJobInfo& info) {
+    std::vector<std::string> sinfo = {"sinfo", "-h", "-t", "idle", "-o", "%D"};
+    if (!info.partition.empty()) sinfo.insert(sinfo.begin() + 1, {"-p", info.partition});
+    auto idle_out = RunCapturedCommand(sinfo);
+    if (!idle_out.ok() || idle_out->exit_code != 0) return;
+    const std::optional<int> idle = ParseIdleNodes(idle_out->out);
+    if (!idle) return;
+    const std::optional<int> nodes = ElasticNodeCount(widening_->range, *idle);
+    if (!nodes) return;
+    auto r = RunCapturedCommand({"scontrol", "update", "JobId=" + job_id_,
+                                 fmt::format("NumNodes={}", *nodes),
+                                 fmt::format("NumTasks={}", *nodes * widening_->ranks_per_node)});
+    if (!r.ok() || r->exit_code != 0) return;
+    widened_ = fmt::format(
+        "pending {:.0f} s ({}), {} node(s) idle: lowered to {} of {} nodes (slurm.elastic)",
+        Now() - submitted_, info.reason, *idle, *nodes, widening_->range.second);
+    widening_.reset();
+  }
+
   std::optional<SlurmJobInfo> FromSacct() {
     auto r = RunCapturedCommand(
         {"sacct", "-n", "-P", "-X", "-j", job_id_, "--format=State,ExitCode,NodeList"});
@@ -138,6 +178,9 @@ class SlurmJob final : public Job {
 
   std::string job_id_;
   double poll_interval_;
+  std::optional<Widening> widening_;  // reset once done
+  double submitted_;
+  std::string widened_;  // what Widen did, for the job's detail
   double last_poll_ = 0;
   int unknown_polls_ = 0;
   int unsatisfiable_polls_ = 0;
@@ -167,6 +210,14 @@ class SlurmLauncher final : public Launcher {
           << "  export OMPI_MCA_orte_tmpdir_base\n"
           << "  mkdir -p \"$OMPI_MCA_orte_tmpdir_base\"\n"
           << "fi\n"
+          << "# slurm.elastic: the allocation may hold fewer nodes than the run asked for; mpirun\n"
+          << "# starts ranks_per_node ranks on each node it got\n"
+          << "if [ -n \"$BATCHLAB_ELASTIC_RANKS_PER_NODE\" ] && [ \"$1\" = mpirun ] && "
+             "[ \"$2\" = -np ]; then\n"
+          << "  shift 3\n"
+          << "  set -- mpirun -np $((SLURM_JOB_NUM_NODES * BATCHLAB_ELASTIC_RANKS_PER_NODE)) "
+             "\"$@\"\n"
+          << "fi\n"
           << "exec \"$@\"\n";
       if (!out) return InternalError(fmt::format("cannot write {}", script));
     }
@@ -181,6 +232,13 @@ class SlurmLauncher final : public Launcher {
     }
     if (!env.count("OMPI_MCA_pml") && getenv("OMPI_MCA_pml") == nullptr)
       env["OMPI_MCA_pml"] = "ob1";
+    const std::pair<int, int> range = ElasticNodeRange(settings_.slurm, request.nodes);
+    std::optional<Widening> widening;
+    if (range.first < range.second) {
+      env["BATCHLAB_ELASTIC_RANKS_PER_NODE"] = std::to_string(request.ranks_per_node);
+      widening =
+          Widening{settings_.slurm.elastic->pending_seconds, range, request.ranks_per_node};
+    }
     BATCHLAB_ASSIGN_OR_RETURN(CommandResult r, RunCapturedCommand(argv, env));
     if (r.exit_code != 0) {
       return UnavailableError(fmt::format("sbatch exited {}: {}", r.exit_code, r.err));
@@ -190,7 +248,7 @@ class SlurmLauncher final : public Launcher {
     nlohmann::json launch = {{"backend", "slurm"}, {"job_id", job_id}, {"argv", argv}};
     std::ofstream(protocol::LaunchPath(request.attempt_dir)) << launch.dump(2) << "\n";
     return std::unique_ptr<Job>(
-        std::make_unique<SlurmJob>(job_id, settings_.poll_interval_seconds));
+        std::make_unique<SlurmJob>(job_id, settings_.poll_interval_seconds, widening));
   }
 
   void CleanUpStale(const std::string& attempt_dir) override {
@@ -273,6 +331,7 @@ std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text) {
   ParseExitCode(FieldOf(text, "ExitCode"), &info);
   info.nodes = FieldOf(text, "NodeList");
   info.reason = FieldOf(text, "Reason");
+  info.partition = FieldOf(text, "Partition");
   if (info.nodes == "(null)") info.nodes.clear();
   return info;
 }

@@ -10,7 +10,10 @@
 // orchestrator left queued or running. Open MPI's transports default to shared memory
 // (`OMPI_MCA_btl=self,vader`), plus TCP between nodes for a multi-node job, unless the
 // environment or launch.env names them (docs/cluster.md). Before a sweep submits anything,
-// slurm_preflight.h checks that every run fits the partition.
+// slurm_preflight.h checks that every run fits the partition. With slurm.elastic a job still
+// pending after slurm.elastic.pending_seconds while its partition has fewer idle nodes than it
+// asks for is lowered to them (`scontrol update NumNodes= NumTasks=`, at least min_nodes), and
+// the batch script starts ranks_per_node ranks on each node the job got (slurm_elastic.h).
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(auto launcher, MakeSlurmLauncher(settings));
 //   BATCHLAB_ASSIGN_OR_RETURN(auto job, launcher->Start(request));   // sbatch --parsable ...
@@ -46,7 +49,8 @@ struct SlurmJobInfo {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string nodes;
-  std::string reason;  // why a job pends, e.g. PartitionNodeLimit
+  std::string reason;     // why a job pends, e.g. PartitionNodeLimit
+  std::string partition;  // the job's partition
 };
 std::optional<SlurmJobInfo> ParseScontrolJob(const std::string& text);
 bool IsSlurmTerminalState(const std::string& state);

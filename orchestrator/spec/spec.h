@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,17 @@ struct LaunchSettings {
   std::vector<std::string> mpirun_args;    // inserted before the runner
 };
 
+// slurm.elastic (docs/spec.md): an attempt may run on fewer nodes than the run's `nodes`, down
+// to min_nodes, when the partition cannot give it all of them (a host lost, nodes busy); the
+// run resumes its checkpoint at the rank count it got (docs/protocol.md, "Elastic resume").
+struct SlurmElastic {
+  int min_nodes = 1;
+  // How long an attempt waits in the queue for the run's own node count before it takes what
+  // the partition can give now (`scontrol update NumNodes=min_nodes-nodes`); 0: it asks for
+  // min_nodes-nodes at once (Slurm starts it on as many as it can give).
+  double pending_seconds = 0;
+};
+
 struct SlurmSettings {
   std::string partition;
   int time_limit_minutes = 30;
@@ -82,6 +94,7 @@ struct SlurmSettings {
   // half the time limit.
   int signal_seconds = 120;
   std::vector<std::string> sbatch_args;
+  std::optional<SlurmElastic> elastic;  // none: every attempt runs on the run's `nodes`
 };
 
 // The stall rule a spec without a "stall" object gets (docs/spec.md "Stall rule"): with a

@@ -84,7 +84,7 @@ Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
   BATCHLAB_RETURN_IF_ERROR(
       OnlyKeys(s, "slurm",
                {"partition", "time_limit_minutes", "cpus_per_task", "signal_seconds",
-                "sbatch_args"}));
+                "sbatch_args", "elastic"}));
   if (s.contains("partition")) {
     BATCHLAB_ASSIGN_OR_RETURN(out->partition, String(s["partition"], "slurm.partition"));
   }
@@ -108,7 +108,38 @@ Status ParseSlurm(const ordered_json& s, SlurmSettings* out) {
     BATCHLAB_ASSIGN_OR_RETURN(out->sbatch_args, StringList(s["sbatch_args"], "slurm.sbatch_args"));
     BATCHLAB_RETURN_IF_ERROR(CheckSbatchArgs(out->sbatch_args, "slurm.sbatch_args"));
   }
+  if (s.contains("elastic")) {
+    BATCHLAB_ASSIGN_OR_RETURN(out->elastic, ParseSlurmElastic(s["elastic"]));
+  }
   return OkStatus();
+}
+
+StatusOr<SlurmElastic> ParseSlurmElastic(const ordered_json& e) {
+  if (!e.is_object()) {
+    return Bad("slurm.elastic", "is not an object; write {\"min_nodes\": 2} (see docs/spec.md)");
+  }
+  BATCHLAB_RETURN_IF_ERROR(OnlyKeys(e, "slurm.elastic", {"min_nodes", "pending_seconds"}));
+  if (!e.contains("min_nodes")) {
+    return Bad("slurm.elastic.min_nodes",
+               "is missing; give the fewest nodes an attempt may run on, e.g. {\"min_nodes\": 2}");
+  }
+  SlurmElastic out;
+  const ordered_json& n_json = e["min_nodes"];
+  if (n_json.is_number_integer() && n_json.get<long long>() < 1) {
+    return Bad("slurm.elastic.min_nodes",
+               fmt::format("{} is below 1: an attempt runs on at least one node; set it to 1 .. "
+                           "the run's `nodes`",
+                           n_json.dump()));
+  }
+  BATCHLAB_ASSIGN_OR_RETURN(long long n,
+                            Integer(e["min_nodes"], "slurm.elastic.min_nodes", 1, kMaxNodes));
+  out.min_nodes = static_cast<int>(n);
+  if (e.contains("pending_seconds")) {
+    BATCHLAB_ASSIGN_OR_RETURN(
+        out.pending_seconds,
+        Number(e["pending_seconds"], "slurm.elastic.pending_seconds", 0, kMaxSeconds));
+  }
+  return out;
 }
 
 }  // namespace batchlab::orchestrator::spec_parsing

@@ -34,6 +34,7 @@ Status ParseSeeds(const nlohmann::ordered_json& doc, Spec* spec);  // seeds, rep
 Status ParseResources(const nlohmann::ordered_json& r, Resources* out);
 Status ParseLaunch(const nlohmann::ordered_json& l, LaunchSettings* out);
 Status ParseSlurm(const nlohmann::ordered_json& s, SlurmSettings* out);
+StatusOr<SlurmElastic> ParseSlurmElastic(const nlohmann::ordered_json& e);  // slurm.elastic
 
 }  // namespace batchlab::orchestrator::spec_parsing
 

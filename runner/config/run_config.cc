@@ -5,6 +5,8 @@
 
 #include <torch/cuda.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -12,6 +14,7 @@
 #include <utility>
 
 #include "base/config_check.h"
+#include "base/elastic_nodes.h"
 #include "runner/data/dataset_registry.h"
 #include "runner/models/model_registry.h"
 #include "runner/config/precision.h"
@@ -420,6 +423,46 @@ bool TargetConfig::Met(double observed) const {
   return observed < value;
 }
 
+// slurm.elastic (docs/protocol.md, "Elastic resume"): an attempt started on fewer nodes than
+// the config's, down to `min_nodes` (base/elastic_nodes.h), runs at the rank count it got: nodes
+// from the started ranks, the derived sizes derived again. The config unchanged otherwise.
+json ElasticSplit(const json& j, int64_t launcher_world, int64_t min_nodes) {
+  if (launcher_world <= 0 || !j.is_object()) return j;
+  const json one = 1;
+  const json& per_node_json = j.contains("ranks_per_node") ? j["ranks_per_node"] : one;
+  const json& nodes_json = j.contains("nodes") ? j["nodes"] : one;
+  if (!per_node_json.is_number_integer() || !nodes_json.is_number_integer()) return j;
+  const int64_t per_node = std::max<int64_t>(1, per_node_json.get<int64_t>());
+  const int64_t nodes = nodes_json.get<int64_t>();
+  if (launcher_world == nodes * per_node) return j;
+  const int64_t got = launcher_world / per_node;
+  if (launcher_world % per_node != 0 || got < min_nodes || got > nodes) {
+    throw BadConfig("nodes: the launcher started " + std::to_string(launcher_world) +
+                    " ranks, which is not ranks_per_node = " + std::to_string(per_node) +
+                    " on each of " + std::to_string(min_nodes) + " .. " + std::to_string(nodes) +
+                    " nodes (" + protocol::kElasticMinNodesEnv + " .. nodes); start " +
+                    std::to_string(per_node) + " rank(s) on each node");
+  }
+  json out = j;
+  out["nodes"] = got;
+  for (const char* key : {"world_size", "local_batch_size", "micro_batch_size"}) out.erase(key);
+  return out;
+}
+
+// The fewest nodes this attempt may run on, from the orchestrator's environment; 0: none.
+int64_t ElasticMinNodes() {
+  const char* text = std::getenv(protocol::kElasticMinNodesEnv);
+  if (text == nullptr || *text == '\0') return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (*end != '\0' || v < 1) {
+    throw BadConfig(std::string(protocol::kElasticMinNodesEnv) + ": \"" + text +
+                    "\" is not a positive number of nodes; unset it or give the fewest nodes "
+                    "this attempt may run on");
+  }
+  return v;
+}
+
 RunConfig ParseRunConfig(const json& j, int64_t world_size) {
   // Types, ranges, allowed values, unknown and missing fields: the declaration's checks, the same
   // the orchestrator runs on every resolved config (message: JSON path, value, what is allowed).
@@ -455,6 +498,9 @@ RunConfig LoadRunConfig(const std::string& path, int64_t world_size) {
     j = json::parse(text.str());
   } catch (const json::parse_error& e) {
     throw BadConfig("--config: \"" + path + "\" is not valid JSON: " + e.what());
+  }
+  if (const int64_t min_nodes = ElasticMinNodes(); min_nodes > 0) {
+    j = ElasticSplit(j, world_size, min_nodes);
   }
   return ParseRunConfig(j, world_size);
 }

@@ -89,6 +89,23 @@ TEST(FindTargetHitTest, FirstEvalMeetingTheTargetWithSamplesSecondsCompute) {
   EXPECT_DOUBLE_EQ(h.compute, 2 * 30 * 0.5);  // world size 2
 }
 
+// slurm.elastic: steps 1..12 trained on 3 ranks, the rest (after a resume at step 12) on 2.
+TEST(FindTargetHitTest, RankSecondsCountEachStepAtTheRankCountThatTrainedIt) {
+  RunData r = MakeRun("a", 256, 0.1, 1, {0.5, 0.7, 0.86, 0.9});
+  r.rank_segments = {{0, 3}, {12, 2}};
+  EXPECT_EQ(r.WorldSizeAt(12), 3);
+  EXPECT_EQ(r.WorldSizeAt(13), 2);
+  TargetHit h = FindTargetHit(r, *ParseTarget("test_accuracy>=0.85"));
+  EXPECT_DOUBLE_EQ(h.seconds, 30 * 0.5);
+  EXPECT_DOUBLE_EQ(h.compute, 12 * 0.5 * 3 + 18 * 0.5 * 2);  // not 30 x 0.5 x 2
+  // From the cumulative seconds alone: each segment's share of them at its rank count.
+  r.metrics.erase("step_seconds");
+  r.metrics["seconds"] = {{10, 20, 30}, {5, 10, 15}};
+  h = FindTargetHit(r, *ParseTarget("test_accuracy>=0.85"));
+  EXPECT_DOUBLE_EQ(h.seconds, 15);
+  EXPECT_DOUBLE_EQ(h.compute, 6 * 3 + 9 * 2);
+}
+
 TEST(FindTargetHitTest, FallsBackToWallSecondsAndStepTimesBatch) {
   RunData r = MakeRun("a", 64, 0.1, 1, {0.9});
   r.metrics.erase("step_seconds");

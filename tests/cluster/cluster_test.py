@@ -21,8 +21,13 @@ figures. Sections (run all, or name some on the command line):
             measured 3-host run
   orchestrator_kill  kill -9 of `sweep run` during a 3-host run: the rerun scancels the orphan
             job, resumes from the checkpoint, and leaves no process on any host
-  host_dies  every process of a host killed mid-run: the run fails over, is retried on the
-            remaining hosts and completes; no process is left; the host comes back
+  host_dies  every process of a host killed mid-run of a 3-host run with slurm.elastic
+            {min_nodes 2}: the run fails over, its next attempt takes the 2 hosts left (the
+            pending 3-node job lowered to the 2 idle nodes after pending_seconds) and resumes the 3-rank checkpoint at
+            2 ranks; the resume line names the step and from_world_size 3; the losses of the
+            steps both attempts trained agree (the same global batches); the attempts table
+            records K = 3 then 2 and `analyze target` counts each step's rank-seconds at its K;
+            no process is left; the host comes back
   link_down  a host's link taken down mid-run: the run fails within the communicator timeout,
             is retried on the remaining hosts; once the link is back nothing is left on any host
   never_up  a cluster whose host never comes up: start.sh fails and leaves nothing behind
@@ -516,14 +521,16 @@ def section_orchestrator_kill():
 
 
 def section_host_dies():
-    spec = dict(name="hostdies", base=dict(LONG, nodes=2, ranks_per_node=1),
+    spec = dict(name="hostdies", base=dict(LONG, nodes=N, ranks_per_node=1),
                 resources={"retries": 5, "retry_backoff_seconds": 2},
-                slurm={"time_limit_minutes": 10}, launch=LAUNCH)
+                slurm={"time_limit_minutes": 10,
+                       "elastic": {"min_nodes": N - 1, "pending_seconds": 3}},
+                launch=LAUNCH)
     env = dict(os.environ, BATCHLAB_CLUSTER_STATE=STATE, BATCHLAB_CLUSTER_PREFIX=PREFIX)
     p = subprocess.Popen(["bash", ON, "head", *sweep_argv(spec, "hostdies", 4)], cwd=WORK,
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     first = wait_for(lambda: (lambda s: s if s and s[1] >= 30 else None)(steps_written("hostdies")), 180)
-    if not check(first is not None, "the 2-host run trained 30 steps"):
+    if not check(first is not None, f"the {N}-host run trained 30 steps"):
         p.kill()
         return
     hosts = job_hosts(first[0])
@@ -561,9 +568,10 @@ def section_host_dies():
     if d:
         final_hosts = sorted({pl["host"] for pl in places(d)})
         steps = [l["step"] for l in lines(os.path.join(d, "metrics.jsonl")) if l.get("kind") == "step"]
-        check(victim not in final_hosts and len(final_hosts) == 2 and steps and steps[-1] == 400,
+        check(victim not in final_hosts and len(final_hosts) == N - 1 and steps and steps[-1] == 400,
               f"{os.path.basename(d)} ran on {', '.join(final_hosts)} (not {victim}), ended at step "
               f"{steps[-1] if steps else '?'}")
+        check_elastic(first[0], d)
     node = on("head", "sinfo", "-h", "-n", victim, "-o", "%T").stdout.strip()
     print(f"  {victim} in Slurm: {node}")
     left = wait_for(lambda: stray_processes() == [] and queue_empty(), 30)
@@ -574,6 +582,62 @@ def section_host_dies():
     on("head", "scontrol", "update", f"nodename={victim}", "state=resume")
     back = wait_for(lambda: on("head", "sinfo", "-h", "-n", victim, "-o", "%T").stdout.strip() == "idle", 60)
     check(bool(back), f"{victim} back: idle")
+
+
+def check_elastic(first, last):
+    """slurm.elastic after the host died: `first` (attempt 1, N ranks) and `last` (the attempt
+    that finished, on N - 1 hosts) are one continuous run; rank-seconds counted per K."""
+    argv = read_json(os.path.join(last, "launch.json"))["argv"]
+    got = job_hosts(last)
+    check(f"--nodes={N}" in argv and len(got) == N - 1,
+          f"{os.path.basename(last)}: submitted for --nodes={N}, lowered while pending to the "
+          f"{len(got)} idle hosts ({','.join(got)})")
+    a, b = lines(os.path.join(first, "metrics.jsonl")), lines(os.path.join(last, "metrics.jsonl"))
+    starts = [l.get("world_size") for l in (a[:3] + b[:3]) if l.get("kind") == "start"]
+    resume = [l for l in b if l.get("kind") == "resume"]
+    at = resume[0].get("step", 0) if resume else 0
+    check(starts == [N, N - 1] and resume and resume[0].get("from_world_size") == N and at > 0,
+          f"K {N} -> {N - 1}: start lines world_size {starts}; the resume line: step {at}, "
+          f"from_world_size {resume[0].get('from_world_size') if resume else '?'}")
+    # Continuous: attempt 1 trained past the checkpoint; the steps both trained saw the same
+    # global batches, so their losses agree within the reduction order.
+    loss_a = {l["step"]: l["loss"] for l in a if l.get("kind") == "step"}
+    loss_b = {l["step"]: l["loss"] for l in b if l.get("kind") == "step"}
+    both = sorted(set(loss_a) & set(loss_b))
+    worst = max((abs(loss_a[s] - loss_b[s]) / abs(loss_a[s]) for s in both), default=float("inf"))
+    check(both and both[0] == at + 1 and sorted(loss_b) == list(range(at + 1, 401)) and worst < 1e-5,
+          f"steps {at + 1}..{both[-1] if both else '?'} at K={N - 1} against K={N}: largest "
+          f"relative loss difference {worst:.2g} (< 1e-5)")
+    db = os.path.join(WORK, "hostdies.db")
+    import sqlite3
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = con.execute("SELECT attempt, world_size, resumed_from, resumed_step FROM attempts "
+                       "ORDER BY attempt").fetchall()
+    con.close()
+    ks = [r[1] for r in rows if r[1] is not None]
+    check(ks and ks[0] == N and ks[-1] == N - 1 and rows[-1][3] == at,
+          f"attempts table (attempt, world_size, resumed_from, resumed_step): {rows}")
+    # Rank-seconds: steps up to the checkpoint at K = N (attempt 1's lines), after it at N - 1.
+    # The target: the lowest loss after the change, so the hit lies in the K = N - 1 part.
+    series = {s: v for s, v in loss_a.items() if s <= at}  # as the database holds the run
+    series.update(loss_b)
+    low = min(loss_b.values())
+    hit = min(s for s, v in series.items() if v <= low)
+    sec = {l["step"]: l["step_seconds"] for l in a if l.get("kind") == "step" and l["step"] <= at}
+    sec.update({l["step"]: l["step_seconds"] for l in b if l.get("kind") == "step"})
+    want = sum(v * (N if s <= at else N - 1) for s, v in sec.items() if s <= hit)
+    r = on("head", BIN, "--db", db, "analyze", "target", "--sweep", "hostdies", "--target",
+           f"loss<={low!r}", "--format", "json")
+    got = None
+    try:
+        rows = json.loads(r.stdout)["target"]["runs"]
+        got = rows[0]["rank_seconds"] if rows else None
+    except (ValueError, KeyError, IndexError):
+        print(r.stdout[-1500:], r.stderr[-1500:])
+    check(got is not None and abs(got - want) <= 1e-9 * want,
+          f"analyze target: loss <= {low:.4g} first at step {hit}; rank-seconds {got} = "
+          f"steps 1..{at} x {N} + {at + 1}..{hit} x {N - 1} = {want:.6g} (all at {N - 1}: "
+          f"{sum(v for s, v in sec.items() if s <= hit) * (N - 1):.6g})")
 
 
 def section_link_down():

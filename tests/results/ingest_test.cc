@@ -188,6 +188,31 @@ TEST_F(IngestTest, StartLineFactsAreStoredWithTheRun) {
   EXPECT_EQ(Count("SELECT tokens_per_step FROM runs WHERE id = 'run1'"), 8192);
 }
 
+// slurm.elastic (schema v7): each attempt's rank count from its start line, and the checkpoint
+// it resumed from its resume line, so the analysis counts each step at the K that trained it.
+TEST_F(IngestTest, AttemptsRecordTheirRankCountAndTheCheckpointTheyResumed) {
+  ASSERT_TRUE(store_->Transition("run1", RunState::kFailed, {1, "killed"}).ok());
+  ASSERT_TRUE(store_->StartAttempt("run1", dir_.File("attempt-2")).ok());
+  WriteFile(metrics_, "{\"seq\":0,\"kind\":\"start\",\"world_size\":3}\n" +
+                          StepLine(1, 1, 2.0) + StepLine(2, 2, 1.9));
+  ASSERT_TRUE(store_->IngestMetrics("run1", 2, metrics_).ok());
+  ASSERT_TRUE(store_->Transition("run1", RunState::kFailed, {1, "host lost"}).ok());
+  ASSERT_TRUE(store_->StartAttempt("run1", dir_.File("attempt-3")).ok());
+  const std::string third = dir_.File("attempt3.jsonl");
+  WriteFile(third,
+            "{\"seq\":2,\"kind\":\"resume\",\"step\":1,\"from_attempt\":2,\"file\":\"c\","
+            "\"rejected\":[],\"from_world_size\":3}\n"
+            "{\"seq\":3,\"kind\":\"start\",\"world_size\":2}\n" +
+                StepLine(4, 2, 1.8));
+  ASSERT_TRUE(store_->IngestMetrics("run1", 3, third).ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE attempt = 2 AND world_size = 3 AND "
+                  "resumed_from IS NULL AND resumed_step IS NULL"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM attempts WHERE attempt = 3 AND world_size = 2 AND "
+                  "resumed_from = 2 AND resumed_step = 1"),
+            1);
+}
+
 TEST_F(IngestTest, StartLineWithoutFactsLeavesThemUnknown) {
   WriteFile(metrics_, "{\"seq\":0,\"kind\":\"start\",\"parameters\":-3}\n");
   Ingest();

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "base/config_fields.h"
@@ -236,6 +238,46 @@ TEST(RunConfigTest, InconsistentDerivedValuesAreRejected) {
             std::string::npos);
   j = Minimal();  // the launcher started 2 processes for a 1-rank config
   EXPECT_NE(ErrorOf(j, 2).find("mpirun -np 1"), std::string::npos) << ErrorOf(j, 2);
+}
+
+// slurm.elastic: an attempt given fewer nodes than the config's (down to the orchestrator's
+// BATCHLAB_ELASTIC_MIN_NODES) runs at the rank count it was started with; the derived sizes
+// follow it.
+TEST(RunConfigTest, AnElasticAttemptTakesItsNodesFromTheLauncher) {
+  json j = Minimal();
+  j["nodes"] = 3;
+  j["batch_size"] = 60;
+  j["world_size"] = 3;
+  j["local_batch_size"] = 20;
+  j["micro_batch_size"] = 20;
+  const std::string path = ::testing::TempDir() + "/elastic_config.json";
+  std::ofstream(path) << j.dump();
+  const auto error_of = [&path](int64_t world) {
+    try {
+      LoadRunConfig(path, world);
+    } catch (const RunnerError& e) {
+      EXPECT_EQ(e.exit_code(), 2) << e.what();
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of(2).find("mpirun -np 3"), std::string::npos);  // not elastic: exactly 3
+  setenv("BATCHLAB_ELASTIC_MIN_NODES", "2", 1);
+  RunConfig c = LoadRunConfig(path, 2);
+  EXPECT_EQ(c.nodes, 2);
+  EXPECT_EQ(c.world_size, 2);
+  EXPECT_EQ(c.local_batch_size, 30);
+  c = LoadRunConfig(path, 3);  // all of them
+  EXPECT_EQ(c.nodes, 3);
+  EXPECT_EQ(c.local_batch_size, 20);
+  EXPECT_NE(error_of(1).find("nodes: the launcher started 1 ranks, which is not "
+                             "ranks_per_node = 1 on each of 2 .. 3 nodes"),
+            std::string::npos)
+      << error_of(1);
+  setenv("BATCHLAB_ELASTIC_MIN_NODES", "two", 1);
+  EXPECT_NE(error_of(2).find("BATCHLAB_ELASTIC_MIN_NODES: \"two\" is not a positive number"),
+            std::string::npos);
+  unsetenv("BATCHLAB_ELASTIC_MIN_NODES");
 }
 
 TEST(RunConfigTest, SynchronizationThatCannotRunIsRejected) {
