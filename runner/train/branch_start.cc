@@ -98,9 +98,10 @@ void Trainer::MaybeStartBranch() {
                     tried));
   }
   const json& s = file->header.at("state");
-  if (s.value("sync", std::string()) != config_.comm.sync) {
+  if (s.value("sync", std::string()) != SyncModeName(config_.comm.sync)) {
     throw BadConfig("comm.sync: the trunk ran \"" + s.value("sync", std::string()) +
-                    "\" and this branch \"" + config_.comm.sync + "\"; use the trunk's");
+                    "\" and this branch \"" + SyncModeName(config_.comm.sync) +
+                    "\"; use the trunk's");
   }
   torch::NoGradGuard no_grad;
   try {
