@@ -380,10 +380,11 @@ void CheckBatchSchedule(const RunConfig& c) {
                       "; choose a multiple of " + std::to_string(unit));
     }
   }
+  // The modes the table allows a schedule (base/sync_mode.h); the message is the Python
+  // client's too (tests/clients/batch_schedule_parity_test.py), which trains with allreduce.
   if (!InfoOf(c.comm.sync).schedule) {
     throw BadConfig(std::string("batch_schedule: comm.sync \"") + SyncModeName(c.comm.sync) +
-                    "\" trains at one batch size; a batch schedule needs " +
-                    SyncModeNamesWith(&SyncModeInfo::schedule, "or", true));
+                    "\" trains at one batch size; a batch schedule needs \"allreduce\"");
   }
 }
 
