@@ -4,6 +4,7 @@
 
 #include "base/run_protocol.h"
 #include "base/spec_bounds.h"
+#include "base/sync_mode.h"
 
 namespace batchlab::config {
 namespace {
@@ -81,6 +82,15 @@ D Enum(std::string name, std::vector<std::string> allowed) {
   D f = Make(std::move(name), Type::kString);
   f.allowed = std::move(allowed);
   return f;
+}
+// comm.sync's meaning: each mode's part from the table (base/sync_mode.h), in its order.
+std::string SyncMeaning() {
+  std::string means = "how ranks combine their work (docs/sync.md): ";
+  for (const SyncModeInfo& m : SyncModes()) {
+    if (&m != &SyncModes().front()) means += "; ";
+    means += m.means;
+  }
+  return means;
 }
 D Str(std::string name) { return Make(std::move(name), Type::kString); }
 D Bool(std::string name) { return Make(std::move(name), Type::kBool); }
@@ -280,12 +290,9 @@ Field Declare() {
                   Int("timeout_seconds", 1, kMaxSeconds)
                       .Def(300)
                       .Means("a collective taking longer fails the run"),
-                  Enum("sync", {"allreduce", "lag", "local_sgd", "async_ps", "backup"})
+                  Enum("sync", SyncModeNames())  // base/sync_mode.h's table
                       .Def("allreduce")
-                      .Means("how ranks combine their work (docs/sync.md): allreduce of "
-                             "gradients every step; lag (one-step-stale gradients); local_sgd "
-                             "(average parameters every sync_every steps); async_ps (rank 0 a "
-                             "parameter server); backup (drop the last backup_workers gradients)"),
+                      .Means(SyncMeaning()),
                   Int("sync_every", 1, kMaxSpecInteger)
                       .Def(4)
                       .Means("local_sgd: steps between parameter averages (H)"),

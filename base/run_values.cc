@@ -96,4 +96,22 @@ int64_t TotalSteps(const Budget& b, const BatchSchedule& schedule, int64_t epoch
   return total;
 }
 
+RunLength LengthOf(const RunShape& shape) {
+  RunLength n;
+  n.schedule = shape.schedule;
+  n.schedule.first_batch = shape.batch;
+  n.data_ranks = shape.one_worker_steps ? std::max<int64_t>(shape.world - 1, 1) : shape.world;
+  n.samples_per_step = shape.one_worker_steps ? shape.local_batch : shape.batch;
+  n.shard_steps_per_epoch =
+      shape.train_samples > 0 ? StepsPerEpoch(shape.train_samples, n.data_ranks, shape.local_batch)
+                              : 0;
+  // async_ps: a pass over the data is every worker's pass over its shard, one update each step.
+  n.steps_per_epoch =
+      shape.one_worker_steps ? n.shard_steps_per_epoch * n.data_ranks : n.shard_steps_per_epoch;
+  n.total_steps = n.schedule.constant()
+                      ? TotalSteps(shape.budget, n.samples_per_step, n.steps_per_epoch)
+                      : TotalSteps(shape.budget, n.schedule, shape.train_samples);
+  return n;
+}
+
 }  // namespace batchlab::run_values

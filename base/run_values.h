@@ -70,6 +70,39 @@ struct BatchSchedule {
 // read in one pass; 0 ignores an epochs limit).
 int64_t TotalSteps(const Budget& budget, const BatchSchedule& schedule, int64_t epoch_samples);
 
+// A run's length from everything that sets it (item 5 of issue 31: computed here only): the
+// trainer, its data sampler, the orchestrator's ETA and expected seconds and the branch study all
+// read LengthOf. `one_worker_steps` is the sync mode's (base/sync_mode.h: async_ps, where rank 0
+// reads no data and a step is one worker's local batch).
+//
+//   RunShape shape{.train_samples = 60000, .world = 2, .batch = 256, .local_batch = 128,
+//                  .budget = {.epochs = 1}};
+//   LengthOf(shape).total_steps;   // 234
+struct RunShape {
+  int64_t train_samples = 0;  // 0: unknown (an epochs limit is then ignored)
+  int64_t world = 1;
+  int64_t batch = 0;        // the global batch (the schedule's first)
+  int64_t local_batch = 0;  // one rank's share of it
+  bool one_worker_steps = false;
+  BatchSchedule schedule;  // constant when at_samples is empty; first_batch is set from batch
+  Budget budget;
+};
+
+struct RunLength {
+  int64_t data_ranks = 0;             // ranks that read a shard of the data
+  int64_t shard_steps_per_epoch = 0;  // one data rank's steps in one pass over its shard
+  int64_t steps_per_epoch = 0;        // the run's steps in one pass (async_ps: every worker's)
+  int64_t samples_per_step = 0;       // of the first step (a schedule changes it)
+  int64_t total_steps = 0;            // 0: only a seconds budget bounds the run
+  BatchSchedule schedule;             // the shape's, first_batch = batch
+  // Training samples seen after `steps` steps.
+  int64_t SamplesAfter(int64_t steps) const {
+    return schedule.constant() ? steps * samples_per_step : schedule.SamplesAfter(steps);
+  }
+};
+
+RunLength LengthOf(const RunShape& shape);
+
 }  // namespace batchlab::run_values
 
 #endif  // BATCHLAB_BASE_RUN_VALUES_H_

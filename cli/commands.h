@@ -5,11 +5,9 @@
 #define BATCHLAB_CLI_COMMANDS_H_
 
 #include <string>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "analysis/sections/study.h"
 #include "base/status.h"
 
 namespace batchlab::cli {
@@ -20,26 +18,6 @@ struct CliContext {
   Status status;                        // set by the subcommand that ran
   int stopped_by_signal = 0;            // SIGINT/SIGTERM that stopped it: exit 128 + signal
 };
-
-// Adds `--version` to a subcommand (CLI11 puts it on the top-level app only).
-void AddVersionFlag(CLI::App& app);
-
-// Adds `--format` (default "table") accepting `allowed`: the one output flag of every command
-// that prints data.
-CLI::Option* AddFormatOption(CLI::App& cmd, std::string& format,
-                             const std::vector<std::string>& allowed, const std::string& help);
-
-// The flag groups of the study options (analyze subcommands and report take what they read).
-enum StudyFlagGroup : unsigned {
-  kTargetFlag = 1,        // --target
-  kGnsFlags = 2,          // --beta --from-step --to-step --at-step
-  kBootstrapFlags = 4,    // --resamples --confidence --seed
-  kTimingFlags = 8,       // --skip-steps --parameters
-  kProjectionFlags = 16,  // --profile --max-nodes --device-speedup
-  kPreferFlag = 32,       // --prefer
-  kAllStudyFlags = 63,
-};
-void AddStudyFlags(CLI::App& cmd, analysis::StudyOptions& o, unsigned groups);
 
 void AddSweepCommands(CLI::App& app, CliContext& ctx);    // sweep run|plan|status   (orchestrator)
 void AddResultsCommands(CLI::App& app, CliContext& ctx);  // results list|show|query|export

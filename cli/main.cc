@@ -11,27 +11,6 @@
 #include "cli/usage_error.h"
 #include "cli/version.h"
 
-namespace batchlab::cli {
-
-void AddVersionFlag(CLI::App& app) {
-  app.add_flag_callback(
-      "--version",
-      [] {
-        fmt::print("batchlab {}\n", kVersion);
-        throw CLI::Success();
-      },
-      "Print the version and exit");
-}
-
-CLI::Option* AddFormatOption(CLI::App& cmd, std::string& format,
-                             const std::vector<std::string>& allowed, const std::string& help) {
-  return cmd.add_option("--format", format, help)
-      ->capture_default_str()
-      ->check(CLI::IsMember(allowed));
-}
-
-}  // namespace batchlab::cli
-
 int main(int argc, char** argv) {
   using namespace batchlab::cli;
   CLI::App app{"batchlab: large-batch scaling studies of neural-network training"};

@@ -11,6 +11,7 @@
 #include "analysis/report/report.h"
 #include "analysis/data/sweep_data.h"
 #include "cli/commands.h"
+#include "cli/shared_flags.h"
 
 namespace batchlab::cli {
 

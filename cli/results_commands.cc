@@ -17,6 +17,7 @@
 
 #include "base/atomic_file.h"
 #include "cli/commands.h"
+#include "cli/shared_flags.h"
 #include "results/run_details.h"
 #include "results/run_query.h"
 #include "results/schema.h"

@@ -21,6 +21,7 @@
 
 #include "base/count_text.h"
 #include "cli/commands.h"
+#include "cli/shared_flags.h"
 #include "cli/live_status.h"
 #include "orchestrator/spec/config_validation.h"
 #include "orchestrator/spec/expansion.h"

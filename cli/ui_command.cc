@@ -30,6 +30,7 @@
 #include "analysis/data/sweep_data.h"
 #include "analysis/data/table.h"
 #include "cli/commands.h"
+#include "cli/shared_flags.h"
 #include "cli/live_status.h"
 #include "orchestrator/execute/live_progress.h"
 #include "orchestrator/process/signal_watcher.h"

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/config_fields.h"
+#include "base/sync_mode.h"
 
 namespace batchlab::analysis {
 namespace {
@@ -49,11 +50,10 @@ std::optional<double> MeanOf(const std::vector<double>& v) {
 // Exact in the cell: the table views round it, the CSV keeps it.
 std::string Cell(const std::optional<double>& v) { return v ? results::ExactNumber(*v) : ""; }
 
+// The table's order (base/sync_mode.h); an unknown mode last.
 int ModeOrder(const std::string& mode) {
-  static const std::vector<std::string> kOrder = {"allreduce", "lag", "local_sgd", "backup",
-                                                  "async_ps"};
-  auto it = std::find(kOrder.begin(), kOrder.end(), mode);
-  return static_cast<int>(it - kOrder.begin());
+  const SyncModeInfo* info = FindSyncMode(mode);
+  return info != nullptr ? info->report_order : static_cast<int>(SyncModes().size());
 }
 
 }  // namespace
@@ -62,8 +62,10 @@ SyncSetting SyncSettingOf(const RunData& run) {
   const json comm = CommSettings(run);
   SyncSetting s;
   if (comm.contains("sync") && comm["sync"].is_string()) s.mode = comm["sync"].get<std::string>();
-  if (s.mode == "local_sgd") s.detail = "H=" + Number(comm.value("sync_every", json()));
-  if (s.mode == "backup") s.detail = "b=" + Number(comm.value("backup_workers", json()));
+  if (const SyncModeInfo* info = FindSyncMode(s.mode); info != nullptr && *info->detail_field) {
+    s.detail =
+        std::string(info->detail_label) + "=" + Number(comm.value(info->detail_field, json()));
+  }
   if (comm.contains("straggler") && comm["straggler"].is_object()) {
     const json& st = comm["straggler"];
     const json rank = st.value("rank", json(0));

@@ -9,7 +9,7 @@
 
 #include "base/count_text.h"
 #include "base/run_values.h"
-#include "orchestrator/spec/config_schema.h"
+#include "orchestrator/spec/run_length.h"
 #include "results/table_writer.h"
 
 namespace batchlab::orchestrator {
@@ -32,27 +32,9 @@ double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The runner's step count (base/run_values.h's LengthOf: budget, batch schedule, sync mode).
 std::optional<int64_t> BudgetSteps(const json& config) {
-  if (!config.is_object() || !config.contains("budget") || !config["budget"].is_object()) {
-    return std::nullopt;
-  }
-  const json& b = config["budget"];
-  const int64_t batch = config.value("batch_size", int64_t{0});
-  // The runner's count (base/run_values.h), with its steps per epoch from the dataset's size.
-  int64_t steps_per_epoch = 0;
-  if (batch > 0 && b.contains("epochs") && config.contains("data")) {
-    const int64_t world = std::max<int64_t>(1, config.value("world_size", int64_t{1}));
-    if (StatusOr<long long> n = DatasetSize(config["data"]); n.ok()) {
-      steps_per_epoch = run_values::StepsPerEpoch(*n, world, batch / world);
-    }
-  }
-  auto number = [&b](const char* key) {
-    return b.contains(key) && b[key].is_number() ? b[key].get<double>() : 0.0;
-  };
-  const int64_t steps = run_values::TotalSteps(
-      {number("epochs"), static_cast<int64_t>(number("steps")), static_cast<int64_t>(number("samples")),
-       number("seconds")},
-      batch, steps_per_epoch);
+  const int64_t steps = run_values::LengthOf(RunShapeOf(config)).total_steps;
   if (steps <= 0) return std::nullopt;
   return steps;
 }

@@ -56,7 +56,8 @@ inline constexpr double kRecentlyEndedSeconds = 10;
 LiveProgress ComputeLiveProgress(results::SweepSnapshot snapshot, double now_seconds);
 
 // The steps a budget allows, when the config fixes them (steps, samples, or epochs of a dataset
-// of known size); unset for a seconds-only budget.
+// of known size), counted as the runner counts them (base/run_values.h's LengthOf: the sync
+// mode's samples per step, the batch schedule); unset for a seconds-only budget.
 std::optional<int64_t> BudgetSteps(const nlohmann::json& config);
 
 // "0:42", "12:05", "2h03"; never negative.

@@ -10,8 +10,10 @@
 #include "base/closest_name.h"
 #include "base/run_values.h"
 #include "base/spec_bounds.h"
+#include "base/sync_mode.h"
 #include "orchestrator/spec/expansion.h"
 #include "orchestrator/spec/run_identity.h"
+#include "orchestrator/spec/run_length.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -266,17 +268,18 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
         tc.contains("comm") && tc["comm"].is_object() && tc["comm"].contains("sync")
             ? tc["comm"]["sync"].get<std::string>()
             : std::string("allreduce");
-    if (sync == "async_ps" || sync == "backup") {
+    if (const SyncModeInfo* mode = FindSyncMode(sync); mode != nullptr && !mode->branchable) {
       return InvalidArgumentError(fmt::format(
           "base.comm.sync: \"{}\" writes no checkpoints, so no branch can start from it; use "
           "\"allreduce\" for a branch study",
           sync));
     }
     const long long b0 = tc["batch_size"].get<long long>();
-    const json& budget = tc["budget"];
-    const run_values::Budget bud{0, budget.value("steps", int64_t{0}),
-                                 budget.value("samples", int64_t{0}), 0};
-    const long long total = run_values::TotalSteps(bud, b0, 0);
+    // The trunk's steps from its budget in steps or samples (base/run_values.h's LengthOf).
+    run_values::RunShape shape = RunShapeOf(tc);
+    shape.budget.epochs = 0;
+    shape.budget.seconds = 0;
+    const long long total = run_values::LengthOf(shape).total_steps;
     if (total == 0) {
       return InvalidArgumentError(
           "base.budget: a branch study's trunk needs a budget in steps or samples (its branch "

@@ -13,6 +13,7 @@
 #include "base/target_range.h"
 #include "orchestrator/spec/config_schema.h"
 #include "orchestrator/spec/run_identity.h"
+#include "orchestrator/spec/run_length.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -140,17 +141,15 @@ double ExpectedSeconds(const Spec& spec, const json& config, int world) {
   if (config.value("mode", "train") == "noop") return 0.5;
   const json& b = config["budget"];
   if (b.contains("seconds")) return b["seconds"].get<double>() + 2.0;
-  double batch = config["batch_size"].get<double>();
-  double samples = 0;
-  if (b.contains("samples")) samples = b["samples"].get<double>();
-  if (b.contains("steps")) samples = b["steps"].get<double>() * batch;
-  if (b.contains("epochs")) {
-    auto n = DatasetSize(config.value("data", json::object()));
-    samples = b["epochs"].get<double>() * static_cast<double>(n.ok() ? *n : 60000);
-  }
+  // The runner's step count (base/run_values.h's LengthOf); an unknown training set counts as
+  // Fashion-MNIST's 60000 samples.
+  run_values::RunShape shape = RunShapeOf(config);
+  if (shape.train_samples == 0) shape.train_samples = 60000;
+  const run_values::RunLength length = run_values::LengthOf(shape);
+  const double steps = static_cast<double>(length.total_steps);
+  const double samples = static_cast<double>(length.SamplesAfter(length.total_steps));
   // Rough cost model of an MLP step on one core: per-sample compute split over ranks, plus a
   // per-step overhead (optimizer, allreduce), plus process start-up. Only the order matters.
-  double steps = samples / batch;
   return 2.0 + samples / world * 4e-5 + steps * 2e-3 * (world > 1 ? 2 : 1);
 }
 

@@ -20,6 +20,7 @@
 #include <torch/types.h>
 
 #include "base/config_fields.h"
+#include "base/sync_mode.h"
 
 namespace batchlab::runner {
 
@@ -82,9 +83,8 @@ struct CommConfig {
   // named after the launcher's job id: single node only; set DefaultRendezvous(metrics_path))
   std::string rendezvous = config::Default<std::string>("comm.rendezvous");
   int timeout_seconds = config::Default<int>("comm.timeout_seconds");
-  // How ranks combine their work (runner/config/sync_mode.h): allreduce | lag | local_sgd |
-  // async_ps | backup.
-  std::string sync = config::Default<std::string>("comm.sync");
+  // How ranks combine their work (base/sync_mode.h's table), parsed once with the config.
+  SyncMode sync = FindSyncMode(config::Default<std::string>("comm.sync"))->mode;
   int64_t sync_every = config::Default<int64_t>("comm.sync_every");          // local_sgd: H
   int64_t backup_workers = config::Default<int64_t>("comm.backup_workers");  // backup: b
   struct Straggler {

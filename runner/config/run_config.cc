@@ -19,7 +19,7 @@
 #include "runner/models/model_registry.h"
 #include "runner/config/precision.h"
 #include "runner/config/runner_error.h"
-#include "runner/config/sync_mode.h"
+#include "base/sync_mode.h"
 
 namespace batchlab::runner {
 namespace {
@@ -175,8 +175,17 @@ const std::vector<Binding>& Bindings() {
           "comm.rendezvous", [](auto& c) -> auto& { return c.comm.rendezvous; }),
       Bind(
           "comm.timeout_seconds", [](auto& c) -> auto& { return c.comm.timeout_seconds; }),
-      Bind(
-          "comm.sync", [](auto& c) -> auto& { return c.comm.sync; }),
+      // Parsed once here into the mode (base/sync_mode.h); the declaration allows only its names.
+      {"comm.sync",
+       [](const json& v, RunConfig& c) {
+         const SyncModeInfo* mode = FindSyncMode(v.get<std::string>());
+         if (mode == nullptr) {
+           throw BadConfig("comm.sync: unknown mode " + v.dump() + "; use one of " +
+                           SyncModeNamesWith(nullptr, "or", false));
+         }
+         c.comm.sync = mode->mode;
+       },
+       [](const RunConfig& c) -> std::optional<json> { return json(SyncModeName(c.comm.sync)); }},
       Bind(
           "comm.sync_every", [](auto& c) -> auto& { return c.comm.sync_every; }),
       Bind(
@@ -299,10 +308,10 @@ void CheckCombinations(const json& j, RunConfig& c) {
           "branch: needs trunk_run_id, at_step, trunk_batch_size and multiplier (the "
           "orchestrator sets them for a branch study; remove \"branch\" for an ordinary run)");
     }
-    if (IsParameterServer(ParseSyncMode(c.comm.sync))) {
-      throw BadConfig("comm.sync: \"" + c.comm.sync +
-                      "\" has no checkpoints, so a branch cannot start from one; use "
-                      "\"allreduce\", \"lag\" or \"local_sgd\"");
+    if (!InfoOf(c.comm.sync).branchable) {
+      throw BadConfig(std::string("comm.sync: \"") + SyncModeName(c.comm.sync) +
+                      "\" has no checkpoints, so a branch cannot start from one; use " +
+                      SyncModeNamesWith(&SyncModeInfo::branchable, "or", true));
     }
   }
   const bool fp16 = ParsePrecision(c.precision) == Precision::kFp16;
@@ -312,10 +321,10 @@ void CheckCombinations(const json& j, RunConfig& c) {
         "LibTorch, or no GPU here: docs/gpu.md); use \"fp32\" or \"bf16\", or validate on a "
         "GPU node");
   }
-  const SyncMode sync = ParseSyncMode(c.comm.sync);
-  if (fp16 && sync != SyncMode::kAllreduce && sync != SyncMode::kLocalSgd) {
-    throw BadConfig("precision: \"fp16\" (loss scaling) works with comm.sync allreduce and "
-                    "local_sgd, not \"" + c.comm.sync + "\"; use \"bf16\" (no loss scaling)");
+  if (fp16 && !InfoOf(c.comm.sync).fp16) {
+    throw BadConfig("precision: \"fp16\" (loss scaling) works with comm.sync " +
+                    SyncModeNamesWith(&SyncModeInfo::fp16, "and", false) + ", not \"" +
+                    SyncModeName(c.comm.sync) + "\"; use \"bf16\" (no loss scaling)");
   }
 }
 
@@ -323,7 +332,8 @@ void CheckCombinations(const json& j, RunConfig& c) {
 void CheckSync(const RunConfig& c) {
   const CommConfig& m = c.comm;
   const std::string world = std::to_string(c.world_size);
-  const SyncMode sync = ParseSyncMode(m.sync);
+  const SyncMode sync = m.sync;
+  const std::string name = SyncModeName(sync);
   if (sync == SyncMode::kBackup && m.backup_workers >= c.world_size) {
     throw BadConfig("comm.backup_workers: " + std::to_string(m.backup_workers) +
                     " would drop every gradient of " + world +
@@ -334,8 +344,8 @@ void CheckSync(const RunConfig& c) {
         "comm.sync: \"async_ps\" needs a parameter server and at least one worker; "
         "use 2 or more ranks (nodes x ranks_per_node)");
   }
-  if (IsParameterServer(sync) && m.backend != "mpi") {
-    throw BadConfig("comm.backend: \"" + m.backend + "\" cannot carry comm.sync \"" + m.sync +
+  if (InfoOf(sync).parameter_server && m.backend != "mpi") {
+    throw BadConfig("comm.backend: \"" + m.backend + "\" cannot carry comm.sync \"" + name +
                     "\" (it needs point-to-point messages); use \"mpi\"");
   }
   if (m.straggler && m.straggler->rank >= c.world_size) {
@@ -373,8 +383,10 @@ void CheckBatchSchedule(const RunConfig& c) {
                       "; choose a multiple of " + std::to_string(unit));
     }
   }
-  if (ParseSyncMode(c.comm.sync) != SyncMode::kAllreduce) {
-    throw BadConfig("batch_schedule: comm.sync \"" + c.comm.sync +
+  // The modes the table allows a schedule (base/sync_mode.h); the message is the Python
+  // client's too (tests/clients/batch_schedule_parity_test.py), which trains with allreduce.
+  if (!InfoOf(c.comm.sync).schedule) {
+    throw BadConfig(std::string("batch_schedule: comm.sync \"") + SyncModeName(c.comm.sync) +
                     "\" trains at one batch size; a batch schedule needs \"allreduce\"");
   }
 }

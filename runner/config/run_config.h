@@ -58,12 +58,8 @@ struct ModelConfig {
 };
 
 // Config "budget": 0 = not set (the declared default {"epochs": 1} applies when budget is absent).
-struct BudgetConfig {
-  double epochs = 0;
-  int64_t steps = 0;
-  int64_t samples = 0;
-  double seconds = 0;
-};
+// base/run_values.h's Budget, so the run length (run_values::LengthOf) reads it as it is.
+using BudgetConfig = run_values::Budget;
 
 struct TargetConfig {
   std::string metric;  // test_accuracy | test_loss | loss

@@ -5,6 +5,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "base/run_values.h"
 #include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
@@ -38,7 +39,7 @@ ShardSampler::ShardSampler(int64_t dataset_size, int64_t seed, int rank, int wor
 
 void ShardSampler::set_local_batch(int64_t local_batch) {
   const int64_t global = local_batch * world_;
-  steps_per_epoch_ = global > 0 ? order_.numel() / global : 0;
+  steps_per_epoch_ = run_values::StepsPerEpoch(order_.numel(), world_, local_batch);
   if (steps_per_epoch_ < 1) {
     throw BadConfig("batch_size: the global batch of " + std::to_string(global) + " (" +
                     std::to_string(local_batch) + " a rank) is larger than the " +

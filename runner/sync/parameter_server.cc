@@ -46,10 +46,12 @@ void Pause(int polls) {
 
 }  // namespace
 
-std::unique_ptr<UpdateRule> MakeUpdateRule(SyncMode mode, int world, int64_t backup_workers) {
-  if (mode == SyncMode::kBackup) return std::make_unique<BackupQuorum>(world - backup_workers);
-  if (mode == SyncMode::kAsyncPs) return std::make_unique<FirstArrival>();
-  throw RunnerError(RunnerError::Kind::kInternal, "MakeUpdateRule: not a parameter-server mode");
+std::unique_ptr<UpdateRule> MakeFirstArrival(int /*world*/, int64_t /*backup_workers*/) {
+  return std::make_unique<FirstArrival>();
+}
+
+std::unique_ptr<UpdateRule> MakeBackupQuorum(int world, int64_t backup_workers) {
+  return std::make_unique<BackupQuorum>(world - backup_workers);
 }
 
 ServerLink::ServerLink(Communicator* comm, int world, int64_t param_count,

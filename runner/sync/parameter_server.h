@@ -41,7 +41,6 @@
 
 #include "base/run_protocol.h"
 #include "runner/comm/communicator.h"
-#include "runner/config/sync_mode.h"
 
 namespace batchlab::runner {
 
@@ -58,8 +57,11 @@ class UpdateRule {
   virtual bool Accepts(int64_t staleness) const = 0;
 };
 
-// async_ps or backup (b = comm.backup_workers of `world` ranks).
-std::unique_ptr<UpdateRule> MakeUpdateRule(SyncMode mode, int world, int64_t backup_workers);
+// The update rule of each parameter-server mode, made through the mode's entry in
+// sync_mode_parts.h: async_ps's first arrival, backup's quorum (b = comm.backup_workers of
+// `world` ranks).
+std::unique_ptr<UpdateRule> MakeFirstArrival(int world, int64_t backup_workers);
+std::unique_ptr<UpdateRule> MakeBackupQuorum(int world, int64_t backup_workers);
 
 // What the server sends with the parameters.
 struct ServerReply {

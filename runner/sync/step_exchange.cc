@@ -203,21 +203,16 @@ class LocalSgdExchange : public StepExchange {
 
 }  // namespace
 
-std::unique_ptr<StepExchange> MakeStepExchange(SyncMode mode, SyncContext context) {
-  switch (mode) {
-    case SyncMode::kAllreduce:
-      return std::make_unique<AllreduceExchange>(std::move(context));
-    case SyncMode::kLag:
-      return std::make_unique<LagExchange>(std::move(context));
-    case SyncMode::kLocalSgd:
-      return std::make_unique<LocalSgdExchange>(std::move(context));
-    case SyncMode::kAsyncPs:
-    case SyncMode::kBackup:
-      break;
-  }
-  throw RunnerError(RunnerError::Kind::kInternal,
-                    "MakeStepExchange: the parameter-server modes run their own loop "
-                    "(trainer_ps.cc), not an exchange");
+std::unique_ptr<StepExchange> MakeAllreduceExchange(SyncContext context) {
+  return std::make_unique<AllreduceExchange>(std::move(context));
+}
+
+std::unique_ptr<StepExchange> MakeLagExchange(SyncContext context) {
+  return std::make_unique<LagExchange>(std::move(context));
+}
+
+std::unique_ptr<StepExchange> MakeLocalSgdExchange(SyncContext context) {
+  return std::make_unique<LocalSgdExchange>(std::move(context));
 }
 
 }  // namespace batchlab::runner

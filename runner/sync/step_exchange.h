@@ -15,7 +15,7 @@
 //                      the last step) parameters, optimizer state and the shared values are
 //                      averaged (parameter_average.h). Between averages the ranks do not agree.
 //
-//   std::unique_ptr<StepExchange> exchange = MakeStepExchange(mode, context);
+//   std::unique_ptr<StepExchange> exchange = PartsOf(mode).exchange(context);  // sync_mode_parts.h
 //   per step:  ExchangeResult r = exchange->Exchange(in);    // after forward/backward
 //              if (r.apply) optimizer->step();
 //              exchange->AfterUpdate(in, &r);                // local SGD averages here
@@ -37,7 +37,6 @@
 
 #include "runner/checkpoint/checkpoint_file.h"
 #include "runner/comm/communicator.h"
-#include "runner/config/sync_mode.h"
 
 namespace batchlab::runner {
 
@@ -132,9 +131,12 @@ class StepExchange {
   StepExchange() = default;
 };
 
-// The exchange of a collective mode (allreduce, lag, local_sgd); AllreduceExchange with K > 1
-// broadcasts rank 0's parameters (a collective: every rank makes it at the same point).
-std::unique_ptr<StepExchange> MakeStepExchange(SyncMode mode, SyncContext context);
+// The exchange of each collective mode, made through the mode's entry in sync_mode_parts.h.
+// AllreduceExchange with K > 1 broadcasts rank 0's parameters (a collective: every rank makes it
+// at the same point).
+std::unique_ptr<StepExchange> MakeAllreduceExchange(SyncContext context);
+std::unique_ptr<StepExchange> MakeLagExchange(SyncContext context);
+std::unique_ptr<StepExchange> MakeLocalSgdExchange(SyncContext context);
 
 }  // namespace batchlab::runner
 

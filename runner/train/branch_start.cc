@@ -115,9 +115,10 @@ void Trainer::MaybeStartBranch() {
                     tried));
   }
   const json& s = file->header.at("state");
-  if (s.value("sync", std::string()) != config_.comm.sync) {
+  if (s.value("sync", std::string()) != SyncModeName(config_.comm.sync)) {
     throw BadConfig("comm.sync: the trunk ran \"" + s.value("sync", std::string()) +
-                    "\" and this branch \"" + config_.comm.sync + "\"; use the trunk's");
+                    "\" and this branch \"" + SyncModeName(config_.comm.sync) +
+                    "\"; use the trunk's");
   }
   const int trunk_world = file->header.value("world_size", 0);
   const std::string& sync = config_.comm.sync;

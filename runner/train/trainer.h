@@ -21,12 +21,20 @@
 // (B_big = global batch); on one rank, micro-batch against accumulated gradient (B_small = micro
 // batch), and without accumulation the step is run as two half-batches (the same update).
 //
-// comm.sync picks how ranks combine their work (docs/sync.md), parsed once into SyncMode:
-// `allreduce`, `lag` and `local_sgd` share the loop above (RunCollective) and differ in their
-// StepExchange (MakeStepExchange: AllreduceExchange, LagExchange, LocalSgdExchange), which also
-// saves and restores the mode's state in checkpoints; `async_ps` and `backup` run a parameter
-// server on rank 0 (trainer_ps.cc). Every step line carries wait_seconds, staleness and
-// effective_batch.
+// comm.sync picks how ranks combine their work (docs/sync.md), parsed once into the config's
+// SyncMode; what a mode can do is base/sync_mode.h's table, how it does it runner/sync/
+// sync_mode_parts.h's. The constructor makes the mode's parts and picks its loop, so Run() is one
+// call whatever the mode: `allreduce`, `lag` and `local_sgd` share the loop above (RunCollective)
+// and differ in their StepExchange, which also saves and restores the mode's state in
+// checkpoints; `async_ps` and `backup` run a parameter server on rank 0 (trainer_ps.cc). Every
+// step line carries wait_seconds, staleness and effective_batch.
+//
+// The run's length (steps per epoch, samples per step, total steps) is base/run_values.h's
+// LengthOf, as the orchestrator computes it. The trainer's parts by file: the constructor, the
+// loop and the collective step here (trainer.cc); the data's placement and a step's batch
+// (trainer_data.cc); forward, backward and the flat gradient buffer (trainer_gradients.cc); the
+// run's progress, evaluations, decisions and lines (trainer_progress.cc); the parameter-server
+// loops (trainer_ps.cc); checkpoints (trainer_checkpoint.cc); branch starts (branch_start.cc).
 //
 //   Trainer trainer(config, data, comm.get(), writer.get(), rank);   // comm may be null if K = 1
 //   Outcome outcome = trainer.Run();   // writes start, step, eval and end lines (rank 0)
@@ -46,6 +54,7 @@
 #include "base/lr_schedule.h"
 #include "base/run_protocol.h"
 #include "base/run_values.h"
+#include "base/sync_mode.h"
 #include "runner/checkpoint/checkpoint_file.h"
 #include "runner/comm/communicator.h"
 #include "runner/data/dataset.h"
@@ -57,7 +66,6 @@
 #include "runner/config/run_config.h"
 #include "runner/sync/step_exchange.h"
 #include "runner/sync/straggler.h"
-#include "runner/config/sync_mode.h"
 
 namespace batchlab::runner {
 
@@ -128,7 +136,6 @@ class Trainer {
     int64_t last_eval_step = -1;
     EvalResult last_eval;
   };
-  bool ParameterServerMode() const;  // comm.sync async_ps or backup
   void WriteStart();
   void GatherBatch();  // this step's rows into batch_x_, batch_y_
   void RecordTarget(double value, double seconds);
@@ -140,7 +147,7 @@ class Trainer {
   Outcome Finish(bool collective_eval);  // final evaluation and the end line
   // The step line's common part (rank 0 writes it once the step's values are in).
   nlohmann::ordered_json StepLine(double loss, const SyncFacts& sync) const;
-  Outcome RunCollective();           // allreduce, lag, local_sgd (this file)
+  Outcome RunCollective();           // the collective modes (trainer.cc)
   // RunCollective's step, after the exchange: fp16's unscale and Inf/NaN check (false: the step
   // is skipped), the noise measurement's part of the step line (rank 0, on measured steps), the
   // optimizer step, the step line.
@@ -150,8 +157,8 @@ class Trainer {
   void WriteStepLine(const StepInputs& in, const ExchangeResult& r,
                      const nlohmann::ordered_json& noise, double lr);
   void ApplyDrained();  // lag: the gradient still in flight after the last step
-  Outcome RunServer();               // async_ps, backup: rank 0 (trainer_ps.cc)
-  Outcome RunWorker();               // async_ps, backup: the other ranks (trainer_ps.cc)
+  Outcome RunServer();               // the parameter-server modes: rank 0 (trainer_ps.cc)
+  Outcome RunWorker();               // the parameter-server modes: the other ranks
   // The data set where the steps read it: on a CUDA device when it fits (copied once), else
   // the host's tensors (gathered into pinned buffers and copied without blocking).
   void PlaceData();
@@ -236,7 +243,8 @@ class Trainer {
   torch::Tensor rows_host_, rows_device_;  // a step's row indices (CUDA, data set on it)
   Precision precision_ = Precision::kFp32;  // config "precision", parsed once
   std::unique_ptr<DynamicLossScaler> scaler_;  // fp16 only
-  SyncMode sync_ = SyncMode::kAllreduce;    // config "comm.sync", parsed once
+  // The loop of the run's mode and rank (RunCollective, RunServer or RunWorker), picked once.
+  Outcome (Trainer::*loop_)() = nullptr;
   // allreduce, lag, local_sgd: how a step's work is combined (sync/step_exchange.h), with the
   // mode's state (buckets, the gradient in flight, the last average); null for async_ps, backup.
   std::unique_ptr<StepExchange> exchange_;
@@ -264,15 +272,15 @@ class Trainer {
 
   Progress progress_;
   std::unique_ptr<Straggler> straggler_;
-  int64_t samples_per_step_ = 0;  // batch_size; async_ps: one worker's local batch
-  // Config "batch_schedule" (constant without one; first_batch = batch_size): the batch of the
-  // current step, and the LR schedule of each batch size the run trains at (lr.rule, with the
-  // warmup and decay counted in the run's steps).
-  run_values::BatchSchedule schedule_;
+  // The run's length (base/run_values.h): steps per epoch, samples per step, total steps, and
+  // config "batch_schedule" (constant without one; first_batch = batch_size).
+  run_values::RunLength length_;
+  // The batch of the current step, and the LR schedule of each batch size the run trains at
+  // (lr.rule, with the warmup and decay counted in the run's steps).
   int64_t batch_ = 0, local_batch_ = 0;
   std::map<int64_t, std::unique_ptr<run_values::LrSchedule>> lr_by_batch_;
   int64_t step_ = 0;
-  int64_t total_steps_ = 0;  // 0 = only a seconds budget
+  int64_t total_steps_ = 0;  // length_.total_steps (0 = only a seconds budget)
   double gns_sq_small_ = 0;
   int64_t gns_b_small_ = 0;
   std::vector<double> losses_;

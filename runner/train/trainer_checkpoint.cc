@@ -34,6 +34,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/core.h>
 
+#include "base/sync_mode.h"
 #include "runner/optim/lamb.h"
 #include "runner/optim/lars.h"
 #include "runner/optim/optimizer_factory.h"
@@ -285,7 +286,7 @@ json Trainer::StateScalars() const {
           {"next_seq", metrics_ != nullptr ? metrics_->next_seq() + 1 : 0},
           {"sampler_position", sampler_->position()},
           {"sampler_epoch", sampler_->epoch()},
-          {"sync", config_.comm.sync},
+          {"sync", SyncModeName(config_.comm.sync)},
           {"seed", config_.seed},  // a branch run with the trunk's seed takes its generator
           // fp16's dynamic loss scale (null otherwise): the skip/grow machine goes on as it was.
           {"loss_scaler", scaler_ ? json{{"scale", scaler_->scale()},
@@ -382,7 +383,8 @@ void Trainer::RestoreDataCursor(const CheckpointFile& file,
     return;
   }
   const int64_t next_step = s.at("step").get<int64_t>() + 1;
-  const int64_t batch = schedule_.constant() ? config_.batch_size : schedule_.At(next_step).batch;
+  const run_values::BatchSchedule& schedule = length_.schedule;
+  const int64_t batch = schedule.constant() ? config_.batch_size : schedule.At(next_step).batch;
   const int64_t local = batch / world_;
   const torch::Tensor order = ShardSampler::GlobalOrderOfShards(
       format1_orders, position, local, sampler_->epoch_rows());
@@ -392,7 +394,7 @@ void Trainer::RestoreDataCursor(const CheckpointFile& file,
 void Trainer::RestoreState(const CheckpointFile& file,
                            const std::vector<torch::Tensor>& format1_orders) {
   const json& s = file.header.at("state");
-  if (s.value("sync", std::string()) != config_.comm.sync) {
+  if (s.value("sync", std::string()) != SyncModeName(config_.comm.sync)) {
     throw CheckpointRejected("it was written under another comm.sync");
   }
   torch::NoGradGuard no_grad;
@@ -483,10 +485,13 @@ CheckpointFile Trainer::ReadResumeShard(const std::string& dir, int64_t step, st
       throw CheckpointRejected("format 1 resumes only at the rank count that wrote it");
     }
     const json& s = file.header.at("state");
+    // What the table says of the mode that wrote it (base/sync_mode.h: re-shardable).
     const std::string sync = s.value("sync", std::string());
+    const SyncModeInfo* mode = FindSyncMode(sync);
+    const Reshard reshard = mode != nullptr ? mode->reshard : Reshard::kAlways;
     const bool between_averages =
-        sync == "local_sgd" && s.value("last_average", int64_t{0}) != step;
-    if (sync == "async_ps" || sync == "backup" || between_averages) {
+        reshard == Reshard::kAtAverage && s.value("last_average", int64_t{0}) != step;
+    if (reshard == Reshard::kNever || between_averages) {
       throw BadConfig(fmt::format(
           "nodes: the checkpoint at step {} was written by {} ranks and this run has {}; comm.sync "
           "\"{}\" keeps a different state on every rank{} that cannot be re-sharded: resume at "

@@ -15,6 +15,7 @@
 
 #include "runner/optim/optimizer_factory.h"
 #include "runner/sync/parameter_server.h"
+#include "runner/sync/sync_mode_parts.h"
 #include "runner/train/trainer.h"
 
 namespace batchlab::runner {
@@ -37,7 +38,7 @@ ServerReply GoOn(int64_t version) {
 
 Outcome Trainer::RunServer() {
   const std::unique_ptr<UpdateRule> rule =
-      MakeUpdateRule(sync_, world_, config_.comm.backup_workers);
+      PartsOf(config_.comm.sync).update_rule(world_, config_.comm.backup_workers);
   ServerLink link(comm_, world_, param_count_, std::chrono::seconds(config_.comm.timeout_seconds));
   Progress& p = progress_;
   bool preempted = false;

@@ -88,5 +88,46 @@ TEST(BatchScheduleTest, EveryFunctionAgreesWithTheStepByStepRuleOnRandomSchedule
   }
 }
 
+// LengthOf: the run length every layer reads (the trainer, the ETA, the expected seconds).
+TEST(RunLengthTest, TheSmallestLimitWinsAndAScheduleCountsItsBatches) {
+  RunShape shape;
+  shape.train_samples = 6000;
+  shape.world = 2;
+  shape.batch = 100;
+  shape.local_batch = 50;
+  shape.budget = {1, 0, 1000, 0};  // one epoch (60 steps) or 1000 samples (10 steps)
+  RunLength n = LengthOf(shape);
+  EXPECT_EQ(n.data_ranks, 2);
+  EXPECT_EQ(n.steps_per_epoch, 60);
+  EXPECT_EQ(n.samples_per_step, 100);
+  EXPECT_EQ(n.total_steps, 10);
+  EXPECT_EQ(n.SamplesAfter(10), 1000);
+  shape.schedule.at_samples = {500};
+  shape.schedule.batch_sizes = {300};
+  n = LengthOf(shape);  // 5 steps of 100 to 500 samples, then 2 of 300
+  EXPECT_EQ(n.schedule.first_batch, 100);
+  EXPECT_EQ(n.total_steps, 7);
+  EXPECT_EQ(n.SamplesAfter(7), 1100);
+  shape.budget = {0, 0, 0, 30};  // seconds only
+  EXPECT_EQ(LengthOf(shape).total_steps, 0);
+}
+
+TEST(RunLengthTest, OneWorkerStepsReadTheDataOnTheWorkersOnly) {
+  RunShape shape;  // async_ps on 3 ranks: rank 0 serves, two workers of 100 samples a step
+  shape.train_samples = 6000;
+  shape.world = 3;
+  shape.batch = 300;
+  shape.local_batch = 100;
+  shape.one_worker_steps = true;
+  shape.budget = {1, 0, 0, 0};
+  const RunLength n = LengthOf(shape);
+  EXPECT_EQ(n.data_ranks, 2);
+  EXPECT_EQ(n.shard_steps_per_epoch, 30);  // 3000 rows a worker, 100 a step
+  EXPECT_EQ(n.steps_per_epoch, 60);        // one update per worker step
+  EXPECT_EQ(n.samples_per_step, 100);
+  EXPECT_EQ(n.total_steps, 60);
+  EXPECT_EQ(n.SamplesAfter(n.total_steps), 6000);
+}
+
 }  // namespace
 }  // namespace batchlab::run_values

@@ -43,6 +43,20 @@ TEST(BudgetStepsTest, FromStepsSamplesOrEpochsOfAKnownDataset) {
   EXPECT_EQ(BudgetSteps(json::object()), std::nullopt);
 }
 
+TEST(BudgetStepsTest, CountsTheSyncModesStepsAndTheBatchSchedule) {
+  // async_ps on 3 ranks: a step is one worker's local batch of 63 / 3 = 21 samples.
+  EXPECT_EQ(BudgetSteps({{"batch_size", 63},
+                         {"world_size", 3},
+                         {"comm", {{"sync", "async_ps"}}},
+                         {"budget", {{"samples", 2100}}}}),
+            100);
+  // 64 until 640 samples (10 steps), then 256: 1664 samples are 4 more steps.
+  EXPECT_EQ(BudgetSteps({{"batch_size", 64},
+                         {"batch_schedule", {{"at_samples", {640}}, {"batch_sizes", {256}}}},
+                         {"budget", {{"samples", 1664}}}}),
+            14);
+}
+
 TEST(FormatDurationTest, MinutesSecondsHoursAndNeverNegative) {
   EXPECT_EQ(FormatDuration(42.4), "0:42");
   EXPECT_EQ(FormatDuration(725), "12:05");

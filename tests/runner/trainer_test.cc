@@ -163,7 +163,7 @@ TEST(TrainerTest, LagAppliesEachGradientOneStepLate) {
   const torch::Tensor init = lagged.FlatParameters();
   lagged.Run();
   RunConfig one = SyntheticConfig(full_batch);
-  one.comm.sync = "allreduce";
+  one.comm.sync = SyncMode::kAllreduce;
   one.budget.steps = 1;
   one.lr.base *= 2;
   Trainer once(one, data, nullptr, nullptr, 0);
@@ -178,7 +178,7 @@ TEST(TrainerTest, LagAppliesEachGradientOneStepLate) {
   three.budget.steps = 3;
   Trainer lag3(three, data, nullptr, nullptr, 0);
   lag3.Run();
-  three.comm.sync = "allreduce";
+  three.comm.sync = SyncMode::kAllreduce;
   Trainer sync3(three, data, nullptr, nullptr, 0);
   sync3.Run();
   EXPECT_FALSE(torch::allclose(lag3.FlatParameters(), sync3.FlatParameters(), 1e-4, 1e-5));
