@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "base/sync_mode.h"
+
 namespace batchlab::orchestrator {
 namespace {
 
@@ -44,12 +46,15 @@ Status CheckElastic(const SlurmSettings& slurm, const Plan& plan) {
     }
     if (!r.program.builtin) {
       return InvalidArgumentError(fmt::format(
-          "slurm.elastic: run {} is a user program, whose checkpoints (clients/python) do not "
-          "re-shard onto another rank count; remove slurm.elastic, or run the built-in runner",
+          "slurm.elastic: run {} is a user program; the Python client re-shards its checkpoints "
+          "but does not yet take its rank count from the ranks Slurm started; remove "
+          "slurm.elastic, or run the built-in runner",
           r.id));
     }
     const std::string sync = SyncOf(r.config);
-    if (sync == "async_ps" || sync == "backup") {
+    // What the table says of the mode (base/sync_mode.h: re-shardable).
+    if (const SyncModeInfo* mode = FindSyncMode(sync);
+        mode != nullptr && mode->reshard == Reshard::kNever) {
       return InvalidArgumentError(fmt::format(
           "slurm.elastic: run {} has comm.sync \"{}\", which keeps a different state on every "
           "rank that cannot be re-sharded onto fewer nodes; remove slurm.elastic, or use "

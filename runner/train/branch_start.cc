@@ -25,6 +25,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/core.h>
 
+#include "base/sync_mode.h"
 #include "runner/config/device.h"
 #include "runner/optim/optimizer_state_io.h"
 #include "runner/config/runner_error.h"
@@ -121,15 +122,17 @@ void Trainer::MaybeStartBranch() {
                     "\"; use the trunk's");
   }
   const int trunk_world = file->header.value("world_size", 0);
-  const std::string& sync = config_.comm.sync;
+  // What the table says of the mode (base/sync_mode.h: re-shardable), as a resume reads it.
+  const SyncModeInfo& mode = InfoOf(config_.comm.sync);
   if (trunk_world != world_ &&
-      (sync == "async_ps" || sync == "backup" ||
-       (sync == "local_sgd" && s.value("last_average", int64_t{0}) != br.at_step))) {
+      (mode.reshard == Reshard::kNever ||
+       (mode.reshard == Reshard::kAtAverage &&
+        s.value("last_average", int64_t{0}) != br.at_step))) {
     throw BadConfig(fmt::format(
         "nodes: the trunk's checkpoint at step {} was written by {} ranks and this branch has "
         "{}; comm.sync \"{}\" keeps a different state on every rank that cannot be re-sharded: "
         "run the branch at nodes = the trunk's",
-        br.at_step, trunk_world, world_, sync));
+        br.at_step, trunk_world, world_, mode.name));
   }
   // Rank r' < K takes its own trunk rank's generator; a rank the trunk had not, a fresh stream.
   const bool own_stream = file->header.value("rank", -1) == rank_;
