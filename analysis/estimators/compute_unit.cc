@@ -44,6 +44,8 @@ double ComputeIn(const TargetHit& h, ComputeUnit unit) {
 
 double SpentIn(const TargetHit& h, int64_t step, double seconds, ComputeUnit unit) {
   if (unit == ComputeUnit::kFlops) return static_cast<double>(step) * h.flops_per_step;
+  // Several rank counts (slurm.elastic): each step at the K that trained it.
+  if (h.spent_rank_seconds > 0) return h.spent_rank_seconds;
   return seconds * h.world_size;
 }
 

@@ -117,6 +117,36 @@ double WallRankSeconds(const RunData& run, const Series& wall, int64_t step) {
   return total + (at(step) - at(from)) * k;
 }
 
+// Training seconds to `step` (Σ step_seconds, else the `seconds` metric) and, in *rank_seconds,
+// each step's seconds at the rank count that trained it (slurm.elastic: RunData::rank_segments).
+double SecondsTo(const RunData& run, int64_t step, double* rank_seconds) {
+  const Series* step_seconds = run.Metric("step_seconds");
+  const Series* wall = run.Metric("seconds");
+  *rank_seconds = 0;
+  if (step_seconds && !step_seconds->empty()) {
+    double sum = 0;
+    for (size_t j = 0; j < step_seconds->size() && step_seconds->steps[j] <= step; ++j) {
+      sum += step_seconds->values[j];
+      *rank_seconds += step_seconds->values[j] * run.WorldSizeAt(step_seconds->steps[j]);
+    }
+    return sum;
+  }
+  if (wall && !wall->empty()) {
+    *rank_seconds = WallRankSeconds(run, *wall, step);
+    return ValueAt(*wall, step);
+  }
+  return 0;
+}
+
+// The last step the run logged (any metric).
+int64_t LastLoggedStep(const RunData& run) {
+  int64_t last = 0;
+  for (const auto& [name, series] : run.metrics) {
+    if (!series.empty()) last = std::max(last, series.steps.back());
+  }
+  return last;
+}
+
 bool HasNonFiniteLoss(const RunData& run) {
   const Series* loss = run.Metric("loss");
   if (!loss) return false;
@@ -151,22 +181,8 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
       hit.samples = samples && !samples->empty()
                         ? ValueAt(*samples, hit.step)
                         : static_cast<double>(hit.step) * static_cast<double>(run.batch_size);
-      const Series* step_seconds = run.Metric("step_seconds");
-      const Series* wall = run.Metric("seconds");
-      // Rank-seconds: each step's seconds at the rank count that trained it (slurm.elastic:
-      // RunData::rank_segments; one rank count: seconds x world_size).
       double rank_seconds = 0;
-      if (step_seconds && !step_seconds->empty()) {
-        double sum = 0;
-        for (size_t j = 0; j < step_seconds->size() && step_seconds->steps[j] <= hit.step; ++j) {
-          sum += step_seconds->values[j];
-          rank_seconds += step_seconds->values[j] * run.WorldSizeAt(step_seconds->steps[j]);
-        }
-        hit.seconds = sum;
-      } else if (wall && !wall->empty()) {
-        hit.seconds = ValueAt(*wall, hit.step);
-        rank_seconds = WallRankSeconds(run, *wall, hit.step);
-      }
+      hit.seconds = SecondsTo(run, hit.step, &rank_seconds);
       hit.compute = run.rank_segments.empty() ? hit.seconds * run.world_size : rank_seconds;
       hit.flops = static_cast<double>(hit.step) * run.flops_per_step;
       return hit;
@@ -192,6 +208,7 @@ TargetHit FindTargetHit(const RunData& run, const Target& target) {
   } else {
     hit.status = HitStatus::kNeverReached;
   }
+  if (!run.rank_segments.empty()) SecondsTo(run, LastLoggedStep(run), &hit.spent_rank_seconds);
   return hit;
 }
 

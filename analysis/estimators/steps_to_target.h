@@ -74,6 +74,10 @@ struct TargetHit {
   // it (compute is then known only in rank-seconds).
   double flops = 0;
   double flops_per_step = 0;  // the run's stored fact (0: not reported), whatever its status
+  // A run that did not reach the target and ran at several rank counts (slurm.elastic): the
+  // rank-seconds of all its steps, each at the K that trained it (0 otherwise: SpentIn then
+  // takes seconds x world_size).
+  double spent_rank_seconds = 0;
 };
 
 // The one definition of the time-to-target figure of the analysis (tables, report,

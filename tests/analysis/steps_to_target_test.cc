@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/estimators/compute_unit.h"
+
 namespace batchlab::analysis {
 namespace {
 
@@ -104,6 +106,12 @@ TEST(FindTargetHitTest, RankSecondsCountEachStepAtTheRankCountThatTrainedIt) {
   h = FindTargetHit(r, *ParseTarget("test_accuracy>=0.85"));
   EXPECT_DOUBLE_EQ(h.seconds, 15);
   EXPECT_DOUBLE_EQ(h.compute, 6 * 3 + 9 * 2);
+  // A run that never reached it: the compute it spent, each step at its K (the report's
+  // "total spent" point), not its seconds x the last attempt's K.
+  h = FindTargetHit(r, *ParseTarget("test_accuracy>=0.95"));
+  EXPECT_EQ(h.status, HitStatus::kNeverReached);
+  EXPECT_DOUBLE_EQ(h.spent_rank_seconds, 6 * 3 + 9 * 2);
+  EXPECT_DOUBLE_EQ(SpentIn(h, 30, 15, ComputeUnit::kRankSeconds), 6 * 3 + 9 * 2);
 }
 
 TEST(FindTargetHitTest, FallsBackToWallSecondsAndStepTimesBatch) {

@@ -1,7 +1,7 @@
 """The client's learning rates and run length against the C++ runner's, value for value.
 
 LrParityTest: many configs (every rule, schedule and warmup, odd batch sizes, and configs the
-runner rejects) through tests/clients/lr_schedule_print.cc, which is runner/lr_schedule.cc
+runner rejects) through tests/clients/lr_schedule_print.cc, which is base/lr_schedule.cc
 itself; the LRs must be identical to the last bit and the error messages the same.
 RunnerParityTest: the real batchlab-runner's start line (total_steps, steps_per_epoch) and the
 `lr` of its step lines for budgets in steps, epochs and samples.
