@@ -283,7 +283,8 @@ int main(int argc, char** argv) {
   const bool temp = path.empty();
   if (temp) {
     path = (std::filesystem::temp_directory_path() /
-            fmt::format("batchlab-analysis-bench-{}.db", runs))
+            // The schema version in the name: a file cached by an older batchlab is not reused.
+            fmt::format("batchlab-analysis-bench-{}-v{}.db", runs, results::kSchemaVersion))
                .string();
   }
   if (!std::filesystem::exists(path)) {
