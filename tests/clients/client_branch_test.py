@@ -17,14 +17,13 @@ import io
 import json
 import os
 import random
-import threading
 import unittest
 
 from client_test_support import TempDirTest
 import batchlab
 from batchlab import protocol
 from batchlab.config import RunConfig
-from client_checkpoint_test import FakeClock, ThreadValues
+from client_checkpoint_test import FakeClock, on_ranks
 
 N = 64                                # training rows
 DATA = [random.Random(3).uniform(-1, 1) for _ in range(N)]
@@ -190,16 +189,7 @@ class BranchTest(TempDirTest):
     @staticmethod
     def two_ranks(folder):
         """train() on 2 ranks (threads sharing values), {rank: its result}."""
-        values, out = ThreadValues(2), {}
-
-        def one(r):
-            out[r] = train(folder, rank=r, world=2, values=values.for_rank(r))
-        threads = [threading.Thread(target=one, args=(r,)) for r in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        return out
+        return on_ranks(2, lambda r, values: train(folder, rank=r, world=2, values=values))
 
     def test_two_ranks_branch_at_k_1_continues_the_trunk(self):
         ranks = self.two_ranks

@@ -523,19 +523,27 @@ class ThreadValues:
         return out
 
 
+def on_ranks(world, fn):
+    """fn(r, values_of_r) for every rank r on a thread of its own (sharing ThreadValues); waits
+    up to 60 s for each; {rank: its result}."""
+    values, results = ThreadValues(world), {}
+
+    def one(r):
+        results[r] = fn(r, values.for_rank(r))
+    threads = [threading.Thread(target=one, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
+
+
 class TwoRankTest(CheckpointTestCase):
     def run_ranks(self, folder, **kwargs):
-        values, results = ThreadValues(2), {}
-
-        def rank(r):
+        def rank(r, values):
             random.seed(7)  # each thread's draws interleave: the test checks steps, not losses
-            results[r] = train(folder, rank=r, world=2, values=values.for_rank(r), **kwargs)
-        threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        return results
+            return train(folder, rank=r, world=2, values=values, **kwargs)
+        return on_ranks(2, rank)
 
     def test_one_ranks_bad_shard_makes_every_rank_fall_back(self):
         run = Attempts(self, {"batch_size": 16, "nodes": 2,
