@@ -14,11 +14,6 @@ bool IsDerivedField(const std::string& p) {
   return f != nullptr && f->reader == config::Reader::kOrchestrator;
 }
 
-bool IsBuiltinRunnerField(const std::string& top_level_name) {
-  const config::Field* f = config::Root().Child(top_level_name);
-  return f != nullptr && f->users_own_object;
-}
-
 Status ValidateConfigValue(const std::string& dotted_path, const json& value,
                            const std::string& where, bool user_program) {
   return config::CheckValue(dotted_path, value, where, {user_program, false});

@@ -34,8 +34,6 @@ Status ValidateConfigValue(const std::string& dotted_path, const nlohmann::json&
 Status ValidateConfigObject(const nlohmann::json& base, const std::string& where,
                             bool user_program = false);
 
-// `model` and `data` are the built-in runner's: only its runs get their defaults and checks.
-bool IsBuiltinRunnerField(const std::string& top_level_name);
 // The strict check of a resolved config's `model` and `data` for the built-in runner (for specs
 // that mix programs, where the parse-time check had to let them through).
 Status ValidateBuiltinRunnerFields(const nlohmann::json& config, const std::string& where_prefix);
