@@ -69,10 +69,6 @@ bool FitsOnDevice(const torch::Device& device, int64_t bytes) {
 #endif
 }
 
-void SynchronizeDevice(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
 at::Generator DefaultGenerator(const torch::Device& device) {
   return at::globalContext().defaultGenerator(device);
 }

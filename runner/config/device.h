@@ -39,9 +39,6 @@ std::string DeviceName(const torch::Device& device);
 // the CPU: the data set is there already).
 bool FitsOnDevice(const torch::Device& device, int64_t bytes);
 
-// Waits for the device's queued work (nothing on the CPU).
-void SynchronizeDevice(const torch::Device& device);
-
 // The random generator of `device` (its state for checkpoints): the CPU's or the CUDA device's.
 at::Generator DefaultGenerator(const torch::Device& device);
 
