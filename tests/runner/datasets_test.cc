@@ -16,18 +16,10 @@
 #include "runner/data/idx_file.h"
 #include "runner/data/shard_sampler.h"
 #include "runner/config/runner_error.h"
+#include "tests/support/temp_dir.h"
 
 namespace batchlab::runner {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string TempDir() {
-  std::string pattern = (fs::temp_directory_path() / "batchlab-datasets-XXXXXX").string();
-  const char* dir = mkdtemp(pattern.data());
-  EXPECT_NE(dir, nullptr);
-  return pattern;
-}
 
 void WriteBytes(const std::string& path, const std::vector<unsigned char>& bytes, bool gz) {
   if (gz) {
@@ -75,7 +67,8 @@ TEST(IdxFileTest, ReadsTheInstalledFashionMnist) {
 }
 
 TEST(IdxFileTest, ReadsGzipAndPlainAndRejectsDamage) {
-  const std::string dir = TempDir();
+  const batchlab::testing::TempDir tmp;  // removed with its files when the test ends
+  const std::string& dir = tmp.path();
   WriteBytes(dir + "/a.gz", Idx({3, 2}, 6), true);
   WriteBytes(dir + "/b", Idx({3, 2}, 6), false);
   const torch::Tensor a = ReadIdxFile(dir + "/a.gz");
@@ -96,7 +89,6 @@ TEST(IdxFileTest, ReadsGzipAndPlainAndRejectsDamage) {
   EXPECT_NE(corrupt.find(dir + "/corrupt.gz"), std::string::npos) << corrupt;
   EXPECT_NE(MessageOf([&] { ReadIdxFile(dir + "/missing.gz"); }).find("does not exist"),
             std::string::npos);
-  fs::remove_all(dir);
 }
 
 TEST(DatasetTest, FashionMnistIsPreloadedInZeroOne) {
@@ -149,7 +141,8 @@ TEST(DatasetTest, MissingDatasetNamesThePathAndTheFix) {
 }
 
 TEST(DatasetTest, UserIdxFolderWithTheFashionMnistLayout) {
-  const std::string dir = TempDir();
+  const batchlab::testing::TempDir tmp;  // removed with its files when the test ends
+  const std::string& dir = tmp.path();
   WriteBytes(dir + "/train-images-idx3-ubyte", Idx({12, 4, 4}, 12 * 16), false);
   WriteBytes(dir + "/t10k-images-idx3-ubyte.gz", Idx({6, 4, 4}, 6 * 16), true);
   std::vector<unsigned char> labels = {0, 0, 8, 1, 0, 0, 0, 12};
@@ -165,11 +158,11 @@ TEST(DatasetTest, UserIdxFolderWithTheFashionMnistLayout) {
   EXPECT_EQ(d.test_size(), 6);
   EXPECT_EQ(d.classes, 3);
   EXPECT_EQ(d.image_shape, std::vector<int64_t>({1, 4, 4}));
-  fs::remove_all(dir);
 }
 
 TEST(CsvFileTest, HeaderLabelColumnAndStandardization) {
-  const std::string dir = TempDir();
+  const batchlab::testing::TempDir tmp;  // removed with its files when the test ends
+  const std::string& dir = tmp.path();
   std::ofstream(dir + "/train.csv") << "a,label,b\n1,0,10\n2,1,20\n3,0,30\n4,1,40\n";
   const CsvTable t = ReadCsvFile(dir + "/train.csv", 1, true);
   EXPECT_EQ(t.x.sizes(), torch::IntArrayRef({4, 2}));
@@ -194,7 +187,6 @@ TEST(CsvFileTest, HeaderLabelColumnAndStandardization) {
   EXPECT_NE(MessageOf([&] { ReadCsvFile(dir + "/real.csv", -1, true); }).find("regression"),
             std::string::npos);
   EXPECT_FLOAT_EQ(ReadCsvFile(dir + "/real.csv", -1, false).y[1][0].item<float>(), 1.5f);
-  fs::remove_all(dir);
 }
 
 // The data order does not depend on the split: at every K a step's global batch is the one-rank
