@@ -174,7 +174,7 @@ Status Run(const std::string& what, const AnalyzeFlags& f, const std::string& db
       tables = {SyncTable(sync)};
     } else if (what == "pareto") {
       ParetoSection p = AnalyzePareto(target);
-      MarkIncomparableTimings(RunTimings(sweep.runs, o.skip_steps), &p);
+      MarkIncomparableTimings(RunTimings(sweep.runs, o.skip_steps), target, &p);
       j["pareto"] = ParetoJson(p);
       tables = ParetoTables(p);
     } else if (what == "project" || what == "recommend") {

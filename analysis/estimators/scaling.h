@@ -70,9 +70,9 @@ std::vector<RunTiming> RunTimings(const std::vector<RunData>& runs, int64_t skip
 // the host within half a rank. Empty when they did; else why not, for the report. cpus: what the
 // program reported, else this machine's cores for a run that ran on this host.
 std::string ConditionsDiffer(const RunTiming& a, const RunTiming& b);
-// The one comparability rule of every timed comparison (the scaling efficiency, the
-// recommendation's speed-up, the Pareto frontier): ConditionsDiffer over the timings of runs
-// `run_a` and `run_b`; empty when they are comparable or either has no timing.
+// ConditionsDiffer, the one comparability rule of every timed comparison (the scaling
+// efficiency, the recommendation's speed-up, the Pareto frontier), over the timings of runs
+// `run_a` and `run_b` found by id; empty when they are comparable or either has no timing.
 std::string TimingsDiffer(const std::vector<RunTiming>& timings, const std::string& run_a,
                           const std::string& run_b);
 

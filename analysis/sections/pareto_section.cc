@@ -1,10 +1,13 @@
 // `batchlab analyze pareto` (see pareto_section.h).
 #include "analysis/sections/pareto_section.h"
 
-#include <tuple>
+#include <optional>
+#include <string>
+#include <unordered_map>
 
 #include <fmt/core.h>
 
+#include "analysis/sections/recommendation.h"
 #include "analysis/sections/section_format.h"
 
 namespace batchlab::analysis {
@@ -27,17 +30,21 @@ ParetoSection AnalyzePareto(const TargetSection& target) {
   return out;
 }
 
-void MarkIncomparableTimings(const std::vector<RunTiming>& timings, ParetoSection* p) {
-  const TargetHit* base = nullptr;
-  auto key = [](const TargetHit* h) { return std::tie(h->batch_size, h->world_size, h->seconds); };
-  for (const TargetHit* h : p->hits) {
-    if (!base || key(h) < key(base)) base = h;
-  }
+void MarkIncomparableTimings(const std::vector<RunTiming>& timings, const TargetSection& target,
+                             ParetoSection* p) {
   p->incomparable.assign(p->points.size(), "");
-  if (!base) return;
-  p->baseline_label = base->label;
+  // The recommendation's baseline (recommendation.h's Baseline), so "the baseline" is one run.
+  const std::vector<Candidate> candidates = MeasuredCandidates(target);
+  const std::optional<size_t> b = Baseline(candidates);
+  if (!b) return;
+  p->baseline_label = candidates[*b].label;
+  std::unordered_map<std::string, const RunTiming*> by_run;  // once, not a scan per point
+  for (const RunTiming& t : timings) by_run[t.run_id] = &t;
+  const auto base = by_run.find(candidates[*b].run_id);
+  if (base == by_run.end()) return;
   for (size_t i = 0; i < p->hits.size(); ++i) {
-    p->incomparable[i] = TimingsDiffer(timings, base->run_id, p->hits[i]->run_id);
+    const auto t = by_run.find(p->hits[i]->run_id);
+    if (t != by_run.end()) p->incomparable[i] = ConditionsDiffer(*base->second, *t->second);
   }
 }
 

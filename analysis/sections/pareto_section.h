@@ -27,15 +27,16 @@ struct ParetoSection {
   std::vector<ParetoPoint> points;
   std::vector<const TargetHit*> hits;  // hits[i] is the run of points[i]
   std::vector<size_t> frontier;        // indices into points, frontier order
-  // The one comparability rule (TimingsDiffer), set by MarkIncomparableTimings: each point's run
-  // against the baseline's (the smallest batch on the fewest ranks, then the fastest); why its
-  // timing is not comparable, empty when it is. Empty vector: not checked.
+  // The one comparability rule (ConditionsDiffer), set by MarkIncomparableTimings: each point's
+  // run against the recommendation's baseline run (the smallest batch on the fewest ranks, then
+  // the fastest); why its timing is not comparable, empty when it is. Empty vector: not checked.
   std::vector<std::string> incomparable;  // indexed like points
   std::string baseline_label;
 };
 // Keeps pointers into `target`, which must outlive the section.
 ParetoSection AnalyzePareto(const TargetSection& target);
-void MarkIncomparableTimings(const std::vector<RunTiming>& timings, ParetoSection* pareto);
+void MarkIncomparableTimings(const std::vector<RunTiming>& timings, const TargetSection& target,
+                             ParetoSection* pareto);
 std::vector<Table> ParetoTables(const ParetoSection& pareto);
 nlohmann::json ParetoJson(const ParetoSection& pareto);
 

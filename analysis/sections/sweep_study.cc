@@ -36,7 +36,7 @@ StatusOr<Study> RunStudy(const SweepData& sweep, const StudyOptions& options) {
     s.crit.tokens_per_sequence = TokensPerSequence(sweep);
     s.projection = AnalyzeProjection(sweep, s.target, s.scaling, options);
     s.pareto = AnalyzePareto(s.target);  // points into s.target, which no longer moves here
-    MarkIncomparableTimings(s.scaling.timings, &s.pareto);
+    MarkIncomparableTimings(s.scaling.timings, s.target, &s.pareto);
     s.recommendation = AnalyzeRecommendation(s.target, s.crit, s.projection, prefer);
     MarkIncomparableTimings(s.scaling.timings, &s.recommendation);
     s.lr = AnalyzeLr(sweep, s.target, options);

@@ -114,7 +114,7 @@ TEST(RecommendationTest, IncomparableTimingsAreSaidBesideTheSpeedupAndOnTheFront
   EXPECT_EQ(RecommendationSentence(compute).find("not comparable"), std::string::npos);
 
   ParetoSection p = AnalyzePareto(t);
-  MarkIncomparableTimings(timings, &p);
+  MarkIncomparableTimings(timings, t, &p);
   EXPECT_EQ(p.baseline_label, "B=25 K=1");
   int flagged = 0;
   for (size_t i = 0; i < p.points.size(); ++i) {
