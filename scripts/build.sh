@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${BATCHLAB_DEPS:-all}
+deps_start=$(date +%s)
 bash scripts/install-deps.sh "$profile"
+echo "build.sh: packages checked/installed in $(( $(date +%s) - deps_start )) s"
 launcher=()
 if command -v ccache >/dev/null; then
   # Paths below the checkout's parent hash as relative ones, so git worktrees share the cache;
