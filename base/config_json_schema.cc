@@ -97,7 +97,7 @@ std::string Number(const Field& f, double x) {
                                  : fmt::format("{}", static_cast<long long>(x));
 }
 
-std::string RangeText(const Field& f) {
+std::string RangeSuffix(const Field& f) {
   const bool lo = !GenericMin(f), hi = !GenericMax(f);
   if (lo && hi) {
     return fmt::format(" in {}{}, {}{}", f.min_exclusive ? "(" : "[", Number(f, f.min),
@@ -113,10 +113,10 @@ std::string TypeText(const Field& f) {
     case Type::kInt: {
       std::string names;
       for (const auto& a : f.allowed) names += " or `" + a + "`";
-      return "int" + RangeText(f) + names;
+      return "int" + RangeSuffix(f) + names;
     }
     case Type::kNumber:
-      return "number" + RangeText(f);
+      return "number" + RangeSuffix(f);
     case Type::kString: {
       if (f.allowed.empty()) return "string";
       std::string out;
@@ -126,7 +126,7 @@ std::string TypeText(const Field& f) {
     case Type::kBool:
       return "bool";
     case Type::kIntArray:
-      return "int array (each" + RangeText(f) + ")";
+      return "int array (each" + RangeSuffix(f) + ")";
     case Type::kStringArray:
       return "string array";
     case Type::kObject:

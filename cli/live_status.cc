@@ -1,4 +1,5 @@
 // `batchlab sweep status` and the running-sweep detail (see live_status.h).
+#include "base/elapsed.h"
 #include "cli/live_status.h"
 
 #include <unistd.h>
@@ -22,7 +23,7 @@ StatusOr<orch::LiveProgress> ReadLiveProgress(const std::string& db_path,
                                               const std::string& sweep) {
   BATCHLAB_ASSIGN_OR_RETURN(auto db, results::OpenReadOnly(db_path));
   BATCHLAB_ASSIGN_OR_RETURN(results::SweepSnapshot snap, results::ReadSweepSnapshot(*db, sweep));
-  return orch::ComputeLiveProgress(std::move(snap), orch::NowSeconds());
+  return orch::ComputeLiveProgress(std::move(snap), UnixSeconds());
 }
 
 namespace {

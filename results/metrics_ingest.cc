@@ -1,4 +1,5 @@
 // Exactly-once ingest of runner metrics files; see metrics_ingest.h.
+#include "base/elapsed.h"
 #include "results/metrics_ingest.h"
 
 #include <algorithm>
@@ -19,9 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::optional<int64_t> OptInt(const json& j, const char* key) {
   auto it = j.find(key);
@@ -162,7 +160,7 @@ Status MetricsIngester::RecordAnomaly(const Where& w, const char* kind, const st
   const bool last = c.anomalies == kMaxAnomalyEvents + 1;
   insert_event_.BindInt(1, w.run_key)
       .BindInt(2, w.attempt)
-      .BindDouble(3, NowSeconds())
+      .BindDouble(3, UnixSeconds())
       .BindText(4, last ? "anomalies_not_listed" : kind)
       .BindText(5, last ? fmt::format("{}: more than {} anomalies; the rest are only counted "
                                       "(ingest_cursors.anomalies)",
@@ -285,7 +283,7 @@ Status MetricsIngester::StoreResume(const Where& w, std::string_view line, int64
   auto event = [&](const char* kind, const std::string& message) {
     insert_event_.BindInt(1, w.run_key)
         .BindInt(2, w.attempt)
-        .BindDouble(3, NowSeconds())
+        .BindDouble(3, UnixSeconds())
         .BindText(4, kind)
         .BindText(5, message);
     return insert_event_.Run();
@@ -390,7 +388,7 @@ StatusOr<IngestStats> MetricsIngester::Ingest(int64_t run_key, int attempt, cons
   if (size < c.byte_offset) {
     insert_event_.BindInt(1, run_key)
         .BindInt(2, attempt)
-        .BindDouble(3, NowSeconds())
+        .BindDouble(3, UnixSeconds())
         .BindText(4, "metrics_file_rewound")
         .BindText(5, fmt::format("{} is shorter ({} bytes) than already ingested ({} bytes); "
                                  "reading it again from the start, storing only unseen rows",

@@ -1,4 +1,5 @@
 // The SQLite implementation of the writer API in store.h.
+#include "base/elapsed.h"
 #include "results/store.h"
 
 #include <unistd.h>
@@ -37,9 +38,6 @@ constexpr std::array<std::pair<RunState, const char*>, 11> kStateNames = {{
     {RunState::kStalled, "stalled"},
 }};
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 std::string HostName() {
   char buf[256] = {0};
@@ -122,7 +120,7 @@ class SqliteStore final : public Store {
     s.version = latest ? latest->version + 1 : 1;
     s.spec_json = spec_json;
     s.spec_hash = spec_hash;
-    s.created_at = NowSeconds();
+    s.created_at = UnixSeconds();
     BATCHLAB_ASSIGN_OR_RETURN(
         Statement st, db_->Prepare("INSERT INTO sweeps(name, version, spec_json, spec_hash, "
                                    "created_at) VALUES(?, ?, ?, ?, ?)"));
@@ -260,7 +258,7 @@ class SqliteStore final : public Store {
     const int64_t run_key = q.ColumnInt(0);
     const std::string from = q.ColumnText(1);
     int64_t attempt = q.ColumnInt(2);
-    const double now = NowSeconds();
+    const double now = UnixSeconds();
     const std::optional<int64_t> exit_code =
         outcome.exit_code ? std::optional<int64_t>(*outcome.exit_code) : std::nullopt;
     Statement u;
@@ -368,7 +366,7 @@ class SqliteStore final : public Store {
     BATCHLAB_ASSIGN_OR_RETURN(
         Statement e, db_->Prepare("INSERT INTO events(run_key, attempt, time, kind, message) "
                                   "SELECT run_key, attempt, ?, ?, ? FROM runs WHERE id = ?"));
-    e.BindDouble(1, NowSeconds()).BindText(2, kind).BindText(3, message).BindText(4, run_id);
+    e.BindDouble(1, UnixSeconds()).BindText(2, kind).BindText(3, message).BindText(4, run_id);
     BATCHLAB_RETURN_IF_ERROR(e.Run());
     if (db_->Changes() == 0) return NotFoundError(fmt::format("no run with id {}", run_id));
     return OkStatus();

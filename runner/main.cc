@@ -28,6 +28,7 @@
 #include <torch/torch.h>
 #include <CLI/CLI.hpp>
 
+#include "base/elapsed.h"
 #include "base/launched_process.h"
 #include "base/lr_schedule.h"
 #include "base/run_protocol.h"
@@ -192,7 +193,7 @@ int RunConfigFile(const std::string& config_path, const RankInfo& where,
     if (rank == 0) {
       std::unique_ptr<MetricsWriter> out = MetricsWriter::Open(config.metrics_path);
       out->Write({{"kind", protocol::kLineStart},
-                  {"time", UnixTime()},
+                  {"time", UnixSeconds()},
                   {"world_size", config.world_size},
                   {"batch_size", config.batch_size},
                   {"local_batch_size", config.local_batch_size},

@@ -1,4 +1,5 @@
 // Live progress of a sweep (see live_progress.h).
+#include "base/elapsed.h"
 #include "orchestrator/execute/live_progress.h"
 
 #include <algorithm>
@@ -28,9 +29,6 @@ std::string EvalText(const results::EvalSnapshot& ev) {
 
 }  // namespace
 
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The runner's step count (base/run_values.h's LengthOf: budget, batch schedule, sync mode).
 std::optional<int64_t> BudgetSteps(const json& config) {

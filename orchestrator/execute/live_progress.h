@@ -11,7 +11,7 @@
 // runs that run side by side now.
 //
 //   BATCHLAB_ASSIGN_OR_RETURN(results::SweepSnapshot snap, results::ReadSweepSnapshot(*db, name));
-//   LiveProgress live = ComputeLiveProgress(std::move(snap), NowSeconds());
+//   LiveProgress live = ComputeLiveProgress(std::move(snap), UnixSeconds());
 //   fmt::print("{}", FormatLiveProgress(live, /*all_runs=*/false));
 #ifndef BATCHLAB_ORCHESTRATOR_EXECUTE_LIVE_PROGRESS_H_
 #define BATCHLAB_ORCHESTRATOR_EXECUTE_LIVE_PROGRESS_H_
@@ -69,8 +69,6 @@ std::string FormatLiveProgress(const LiveProgress& live, bool all_runs);
 
 // The form `batchlab ui` serves at /api/sweeps/NAME/progress (documented in docs/report.md).
 nlohmann::json LiveProgressJson(const LiveProgress& live);
-
-double NowSeconds();  // unix time
 
 }  // namespace batchlab::orchestrator
 

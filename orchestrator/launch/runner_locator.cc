@@ -15,21 +15,21 @@
 namespace batchlab::orchestrator {
 namespace {
 
-namespace fs = boost::filesystem;
+namespace bfs = boost::filesystem;
 
 // Looks for `name` in `dirs` (relative to the running binary's folder), then in PATH.
 StatusOr<std::string> LocateBinary(const std::string& name, const std::vector<std::string>& dirs,
                                    const std::string& self_exe, std::vector<std::string>* looked) {
-  auto accept = [](const fs::path& p) { return fs::absolute(p).lexically_normal().string(); };
-  const fs::path self = self_exe.empty() ? fs::path(SelfExecutable()) : fs::path(self_exe);
+  auto accept = [](const bfs::path& p) { return bfs::absolute(p).lexically_normal().string(); };
+  const bfs::path self = self_exe.empty() ? bfs::path(SelfExecutable()) : bfs::path(self_exe);
   if (!self.empty()) {
     for (const std::string& d : dirs) {
-      fs::path candidate = self.parent_path() / d / name;
+      bfs::path candidate = self.parent_path() / d / name;
       if (IsExecutableFile(candidate.string())) return accept(candidate);
       looked->push_back(candidate.lexically_normal().string());
     }
   }
-  fs::path found = boost::process::search_path(name);
+  bfs::path found = boost::process::search_path(name);
   if (!found.empty() && IsExecutableFile(found.string())) return accept(found);
   looked->push_back("PATH");
   std::string where;
@@ -41,11 +41,11 @@ StatusOr<std::string> LocateBinary(const std::string& name, const std::vector<st
 
 StatusOr<std::string> LocateRunner(const std::string& flag, const std::string& self_exe) {
   if (!flag.empty()) {
-    if (IsExecutableFile(flag)) return fs::absolute(flag).lexically_normal().string();
+    if (IsExecutableFile(flag)) return bfs::absolute(flag).lexically_normal().string();
     return NotFoundError(fmt::format("--runner: {} is not an executable file", flag));
   }
   if (const char* env = std::getenv("BATCHLAB_RUNNER"); env != nullptr && *env != '\0') {
-    if (IsExecutableFile(env)) return fs::absolute(env).lexically_normal().string();
+    if (IsExecutableFile(env)) return bfs::absolute(env).lexically_normal().string();
     return NotFoundError(fmt::format("BATCHLAB_RUNNER={} is not an executable file", env));
   }
   std::vector<std::string> looked;

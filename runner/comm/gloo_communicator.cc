@@ -133,7 +133,7 @@ class GlooWork : public Work {
   double divide_by_;
 };
 
-void CheckTensor(const torch::Tensor& t, const char* call) {
+void CheckGlooTensor(const torch::Tensor& t, const char* call) {
   if (!t.defined() || !t.device().is_cpu() || !t.is_contiguous()) {
     throw RunnerError(RunnerError::Kind::kInternal,
                       std::string("gloo: ") + call + " needs a defined, contiguous CPU tensor");
@@ -161,7 +161,7 @@ GlooCommunicator::GlooCommunicator(const CommConfig& config, const RankInfo& ran
 GlooCommunicator::~GlooCommunicator() = default;
 
 std::unique_ptr<Work> GlooCommunicator::Allreduce(torch::Tensor& tensor, ReduceOp op) {
-  CheckTensor(tensor, "allreduce");
+  CheckGlooTensor(tensor, "allreduce");
   std::vector<at::Tensor> tensors{tensor};
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
@@ -175,7 +175,7 @@ std::unique_ptr<Work> GlooCommunicator::Allreduce(torch::Tensor& tensor, ReduceO
 }
 
 std::unique_ptr<Work> GlooCommunicator::Broadcast(torch::Tensor& tensor, int root) {
-  CheckTensor(tensor, "broadcast");
+  CheckGlooTensor(tensor, "broadcast");
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;

@@ -86,7 +86,7 @@ MPI_Datatype MpiTypeOf(const torch::Tensor& t) {
                                                       std::string(c10::toString(t.scalar_type())));
 }
 
-void CheckTensor(const torch::Tensor& t, const char* call) {
+void CheckMpiTensor(const torch::Tensor& t, const char* call) {
   if (!t.defined() || !t.device().is_cpu() || !t.is_contiguous()) {
     throw RunnerError(RunnerError::Kind::kInternal,
                       std::string("mpi: ") + call + " needs a defined, contiguous CPU tensor");
@@ -222,7 +222,7 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 std::unique_ptr<Work> MpiCommunicator::Allreduce(torch::Tensor& tensor, ReduceOp op) {
-  CheckTensor(tensor, "allreduce");
+  CheckMpiTensor(tensor, "allreduce");
   MPI_Request request;
   BATCHLAB_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, tensor.data_ptr(),
                                     static_cast<int>(tensor.numel()), MpiTypeOf(tensor), MPI_SUM,
@@ -233,7 +233,7 @@ std::unique_ptr<Work> MpiCommunicator::Allreduce(torch::Tensor& tensor, ReduceOp
 
 void MpiCommunicator::AllreduceNow(torch::Tensor& tensor, ReduceOp op,
                                    std::chrono::milliseconds timeout) {
-  CheckTensor(tensor, "allreduce");
+  CheckMpiTensor(tensor, "allreduce");
   if (!watchdog_) watchdog_ = std::make_unique<CallWatchdog>();
   watchdog_->Arm(timeout, "allreduce");
   const int rc = MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), static_cast<int>(tensor.numel()),
@@ -244,7 +244,7 @@ void MpiCommunicator::AllreduceNow(torch::Tensor& tensor, ReduceOp op,
 }
 
 std::unique_ptr<Work> MpiCommunicator::Broadcast(torch::Tensor& tensor, int root) {
-  CheckTensor(tensor, "broadcast");
+  CheckMpiTensor(tensor, "broadcast");
   MPI_Request request;
   BATCHLAB_MPI_CHECK(MPI_Ibcast(tensor.data_ptr(), static_cast<int>(tensor.numel()),
                                 MpiTypeOf(tensor), root, comm_, &request));
@@ -252,7 +252,7 @@ std::unique_ptr<Work> MpiCommunicator::Broadcast(torch::Tensor& tensor, int root
 }
 
 std::unique_ptr<Work> MpiCommunicator::Send(const torch::Tensor& tensor, int to, int tag) {
-  CheckTensor(tensor, "send");
+  CheckMpiTensor(tensor, "send");
   MPI_Request request;
   BATCHLAB_MPI_CHECK(MPI_Isend(tensor.data_ptr(), static_cast<int>(tensor.numel()),
                                MpiTypeOf(tensor), to, tag, comm_, &request));
@@ -260,7 +260,7 @@ std::unique_ptr<Work> MpiCommunicator::Send(const torch::Tensor& tensor, int to,
 }
 
 std::unique_ptr<Work> MpiCommunicator::Recv(torch::Tensor& tensor, int from, int tag) {
-  CheckTensor(tensor, "recv");
+  CheckMpiTensor(tensor, "recv");
   MPI_Request request;
   BATCHLAB_MPI_CHECK(MPI_Irecv(tensor.data_ptr(), static_cast<int>(tensor.numel()),
                                MpiTypeOf(tensor), from, tag, comm_, &request));

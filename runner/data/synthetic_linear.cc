@@ -48,7 +48,7 @@ NoiseScaleTruth TrueNoiseScale(const LinearTruth& truth, const torch::Tensor& w,
 
 namespace {
 
-[[maybe_unused]] const bool registered = RegisterDataset(
+[[maybe_unused]] const bool registered_synthetic_linear = RegisterDataset(
     {"synthetic-linear",
      "y = w*.x + noise: regression with a known gradient noise scale (data.features, data.noise, "
      "data.samples, data.test_samples, data.seed)",

@@ -183,7 +183,7 @@ Dataset MakeTextDataset(const std::string& bytes, int64_t context) {
 
 namespace {
 
-[[maybe_unused]] const bool registered = RegisterDataset(
+[[maybe_unused]] const bool registered_text_file = RegisterDataset(
     {"text",
      "bytes of data.path (default: the Python 3.11 standard library's .py files, 6 MB) as tokens "
      "for a language model: windows of model.context + 1 bytes, the last 10 % held out",

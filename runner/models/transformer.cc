@@ -121,7 +121,7 @@ std::shared_ptr<Model> MakeTransformer(const ModelConfig& config, const Dataset&
   return std::make_shared<Transformer>(s);
 }
 
-[[maybe_unused]] const bool registered = RegisterModel(
+[[maybe_unused]] const bool registered_transformer = RegisterModel(
     {"transformer",
      "decoder-only byte-level language model: model.layers pre-LayerNorm blocks of model.width, "
      "model.heads causal attention heads, model.context tokens; output tied to the embedding",

@@ -1,4 +1,5 @@
 // JSON-lines metrics writer (see metrics_writer.h).
+#include "base/elapsed.h"
 #include "runner/train/metrics_writer.h"
 
 #include <cerrno>
@@ -41,8 +42,5 @@ void MetricsWriter::Write(const nlohmann::ordered_json& line) {
   }
 }
 
-double UnixTime() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace batchlab::runner

@@ -40,9 +40,6 @@ class MetricsWriter {
   std::string buffer_;
 };
 
-// Wall-clock seconds since the Unix epoch (the `time` field of the start line).
-double UnixTime();
-
 }  // namespace batchlab::runner
 
 #endif  // BATCHLAB_RUNNER_TRAIN_METRICS_WRITER_H_

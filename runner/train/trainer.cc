@@ -1,5 +1,6 @@
 // The trainer of one rank (see trainer.h for the shape of a step): the constructor, which makes
 // the sync mode's parts and the run's length, the loop, and the collective step.
+#include "base/elapsed.h"
 #include "runner/train/trainer.h"
 
 #include <algorithm>
@@ -28,9 +29,6 @@ using Clock = std::chrono::steady_clock;
 // exchange, after the optimizer, at the end.
 enum Mark { kBegin, kData, kCompute, kComm, kOptim, kEnd, kMarks };
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 }  // namespace
 
@@ -218,7 +216,7 @@ Outcome Trainer::RunCollective() {
     const Clock::time_point end = clock.HostTime(kEnd);
     // The seconds all ranks share; on one rank its own clock (local SGD between averages: the
     // last shared ones).
-    p.elapsed = r.elapsed.value_or(world_ > 1 ? p.elapsed : Seconds(start_, end));
+    p.elapsed = r.elapsed.value_or(world_ > 1 ? p.elapsed : SecondsBetween(start_, end));
     losses_.push_back(r.loss);
     WriteStepLine(in, r, noise, lr);
 

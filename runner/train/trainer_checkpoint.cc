@@ -34,6 +34,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fmt/core.h>
 
+#include "base/elapsed.h"
 #include "base/sync_mode.h"
 #include "runner/optim/lamb.h"
 #include "runner/optim/lars.h"
@@ -54,9 +55,6 @@ using nlohmann::json;
 // The generator stream of a rank a re-sharded checkpoint had no generator for.
 constexpr uint64_t kElasticStreamSalt = 0xe1a5;
 
-double SecondsBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 void SaveOptimizerState(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params,
                         NamedTensors* tensors, json* entries) {
@@ -347,7 +345,7 @@ void Trainer::SaveCheckpoint() {
                                    {"step", step_},
                                    {"checkpoint_seconds", SecondsBetween(t0, Clock::now())},
                                    {"checkpoint_bytes", bytes},
-                                   {"checkpoint_time", UnixTime()}};
+                                   {"checkpoint_time", UnixSeconds()}};
     if (!failed.empty()) line["error"] = failed;
     metrics_->Write(line);
   }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "base/elapsed.h"
 #include "base/run_protocol.h"
 #include "base/sync_mode.h"
 #include "runner/config/device.h"
@@ -23,9 +24,6 @@ namespace F = torch::nn::functional;
 constexpr double kStopCheckSeconds = 0.1;  // rank 0 looks for the stop file at most this often
 constexpr int64_t kEvalChunk = 2048;
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 std::string HostName() {
   char buf[256] = {0};
@@ -58,12 +56,12 @@ bool Trainer::StopRequested() {
   if (rank_ != 0 || stop_file_.empty()) return false;
   if (prune_bound_passed_) return true;
   const Clock::time_point now = Clock::now();
-  if (Seconds(last_stop_check_, now) < kStopCheckSeconds) return false;
+  if (SecondsBetween(last_stop_check_, now) < kStopCheckSeconds) return false;
   last_stop_check_ = now;
   return access(stop_file_.c_str(), F_OK) == 0;
 }
 
-double Trainer::ElapsedSeconds() const { return Seconds(start_, Clock::now()); }
+double Trainer::ElapsedSeconds() const { return SecondsBetween(start_, Clock::now()); }
 
 EvalResult Trainer::Evaluate(bool collective) {
   torch::NoGradGuard no_grad;
@@ -105,7 +103,7 @@ EvalResult Trainer::Evaluate(bool collective) {
 void Trainer::WriteStart() {
   if (metrics_ == nullptr) return;
   nlohmann::ordered_json line = {{"kind", protocol::kLineStart},
-                                 {"time", UnixTime()},
+                                 {"time", UnixSeconds()},
                                  {"world_size", config_.world_size},
                                  {"batch_size", config_.batch_size},
                                  {"local_batch_size", config_.local_batch_size},

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <vector>
 
+#include "base/elapsed.h"
 #include "runner/optim/optimizer_factory.h"
 #include "runner/sync/parameter_server.h"
 #include "runner/sync/sync_mode_parts.h"
@@ -23,9 +24,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // The parameters at `version`, training goes on.
 ServerReply GoOn(int64_t version) {
@@ -81,20 +79,20 @@ Outcome Trainer::RunServer() {
     optimizer_->step();
     const Clock::time_point t4 = Clock::now();
     const double loss = loss_sum / static_cast<double>(count);
-    p.elapsed = Seconds(start_, t4);
+    p.elapsed = SecondsBetween(start_, t4);
     losses_.push_back(loss);
     SyncFacts facts;
-    facts.wait_seconds = Seconds(t2, t3);
+    facts.wait_seconds = SecondsBetween(t2, t3);
     facts.staleness = stale_sum / static_cast<double>(count);
     facts.effective_batch = count * config_.local_batch_size;
     if (metrics_ != nullptr) {
       nlohmann::ordered_json line = StepLine(loss, facts);
       line["lr"] = lr;
-      line[protocol::kMetricStepSeconds] = Seconds(t0, t4);
-      line["data_seconds"] = Seconds(t0, t1);
-      line["compute_seconds"] = Seconds(t1, t2);
-      line[protocol::kMetricCommSeconds] = Seconds(t2, t3);
-      line["optim_seconds"] = Seconds(t3, t4);
+      line[protocol::kMetricStepSeconds] = SecondsBetween(t0, t4);
+      line["data_seconds"] = SecondsBetween(t0, t1);
+      line["compute_seconds"] = SecondsBetween(t1, t2);
+      line[protocol::kMetricCommSeconds] = SecondsBetween(t2, t3);
+      line["optim_seconds"] = SecondsBetween(t3, t4);
       metrics_->Write(line);
     }
     const bool end = Decide(loss, StopRequested(), /*collective_eval=*/false) ||

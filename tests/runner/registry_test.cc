@@ -11,6 +11,7 @@
 #include "runner/data/dataset_registry.h"
 #include "runner/config/run_config.h"
 #include "runner/config/runner_error.h"
+#include "tests/runner/config_error_of.h"
 
 namespace batchlab::runner {
 namespace {
@@ -84,16 +85,6 @@ json Config(json model, json data = json::object()) {
   json j = {{"batch_size", 8}, {"budget", {{"steps", 1}}}, {"model", std::move(model)}};
   if (!data.empty()) j["data"] = std::move(data);
   return j;
-}
-
-std::string ErrorOf(const json& j) {
-  try {
-    ParseRunConfig(j, 1);
-  } catch (const RunnerError& e) {
-    EXPECT_EQ(e.exit_code(), 2) << e.what();
-    return e.what();
-  }
-  return "";
 }
 
 TEST(RegistryTest, BuiltinsAreRegisteredLikeAnyOther) {

@@ -12,6 +12,7 @@
 
 #include "base/config_fields.h"
 #include "runner/config/runner_error.h"
+#include "tests/runner/config_error_of.h"
 
 namespace batchlab::runner {
 namespace {
@@ -142,17 +143,6 @@ TEST(RunConfigDeclarationTest, AbsentFieldsTakeTheDeclaredDefaults) {
   // Objects with a default as a whole: budget {"epochs": 1}, target null.
   EXPECT_EQ(parsed["budget"], config::DefaultJson("budget"));
   EXPECT_TRUE(parsed["target"].is_null());
-}
-
-// The message of the BadConfig that parsing `j` throws ("" if it parses).
-std::string ErrorOf(const json& j, int64_t world = 1) {
-  try {
-    ParseRunConfig(j, world);
-  } catch (const RunnerError& e) {
-    EXPECT_EQ(e.exit_code(), 2) << e.what();
-    return e.what();
-  }
-  return "";
 }
 
 TEST(RunConfigTest, MinimalConfigGetsDocumentedDefaults) {

@@ -371,8 +371,6 @@ TEST(TwoRankRunTest, MetricsOfTheMpirunRunFollowTheProtocol) {
   EXPECT_GT(lines.back()["final_test_accuracy"].get<double>(), 0.6);
 }
 
-}  // namespace
-
 // Warm workers (runner/train/worker_loop.h): runs handed to a live worker one after another give the
 // same metrics, step by step, as cold runs of the same configs, on one rank and on two.
 class WarmWorkerTest : public RunnerBinaryTest {
@@ -488,3 +486,5 @@ TEST_F(WarmWorkerTest, TwoRankWarmRunsMatchAColdRunAndAFailureEndsTheWorker) {
   EXPECT_NE(Read(worker_ + "/exit"), "0\n");
   EXPECT_NE(Read(dir_ + "/attempt-3/stderr.log").find("data.path"), std::string::npos);
 }
+
+}  // namespace
