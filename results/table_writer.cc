@@ -217,27 +217,6 @@ void Flush(fmt::memory_buffer& buf, std::FILE* out) {
 
 }  // namespace
 
-std::string FormatNumber(double v, int significant) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{:.{}g}", v, significant);
-}
-
-std::string ProseNumber(double v) {
-  const double a = std::fabs(v);
-  if (!std::isfinite(v) || a == 0 || a < 1e-3 || a >= 1e6) return FormatNumber(v, 3);
-  // Between 0.001 and a million a sentence reads plain digits, never "1e+02": 3 significant
-  // digits, then as many decimals as they need ("27985" -> "28000", "0.0059712" -> "0.00597").
-  const double rounded = std::stod(FormatNumber(v, 3));
-  const int decimals = std::max(0, 2 - static_cast<int>(std::floor(std::log10(std::fabs(rounded)))));
-  std::string out = fmt::format("{:.{}f}", rounded, decimals);
-  if (out.find('.') != std::string::npos) {
-    while (out.back() == '0') out.pop_back();
-    if (out.back() == '.') out.pop_back();
-  }
-  return out;
-}
-
 namespace {
 
 // The kind of every cell, and per column whether all its cells are numbers (empty ones aside)
@@ -288,15 +267,6 @@ std::vector<std::vector<Cell>> DisplayCells(size_t n,
 }
 
 }  // namespace
-
-std::string ExactNumber(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  // An integral value as an integer ("12000000000000", never "1.2e+13"), up to 2^53 where
-  // doubles hold every integer; otherwise the shortest form that reads back as exactly v.
-  if (std::fabs(v) < 9007199254740992.0 && v == std::trunc(v)) return fmt::format("{:.0f}", v);
-  return fmt::format("{}", v);
-}
 
 std::vector<std::vector<std::string>> DisplayRows(
     const std::vector<std::string>& columns, const std::vector<std::vector<std::string>>& rows) {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "results/table_writer.h"
+#include "results/number_format.h"
 
 namespace batchlab::analysis {
 namespace {
@@ -89,8 +89,6 @@ Fit Ols(const std::vector<double>& x, const std::vector<double>& y) {
   }
   return f;
 }
-
-std::string Num(double v) { return results::FormatNumber(v); }
 
 LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grids,
                   const LrLawOptions& options) {
@@ -201,8 +199,9 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
     peak_text = fmt::format(
         " The best LR falls again past B = {} ({} there, {} [{}, {}] at B = {}): a peak, as Li et "
         "al. 2024 find for Adam past the noise scale; the law is fitted up to B = {}.",
-        top.batch_size, Num(top.lr.value), Num(last.lr.value), Num(last.lr.low), Num(last.lr.high),
-        last.batch_size, top.batch_size);
+        top.batch_size, results::FormatNumber(top.lr.value), results::FormatNumber(last.lr.value),
+        results::FormatNumber(last.lr.low), results::FormatNumber(last.lr.high), last.batch_size,
+        top.batch_size);
   }
   if (fit_idx.size() < 2) {
     law.alpha.MarkUnavailable("fewer than 2 batch sizes with a best LR inside the grid");
@@ -249,9 +248,9 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
                         law.sqrt_consistent ? "consistent with" : "not");
   law.reading = fmt::format(
       "The best LR follows η_opt = {}·B^{:.3g}{} over B = {}…{} ({} batch sizes): {}.{}",
-      Num(law.c), f.alpha,
+      results::FormatNumber(law.c), f.alpha,
       law.alpha.available() ? fmt::format(" (α {:.0f}% interval [{:.3g}, {:.3g}])",
-                                           100 * options.confidence, law.alpha.low, law.alpha.high)
+                                          100 * options.confidence, law.alpha.low, law.alpha.high)
                             : "",
       law.per_batch[fit_idx.front()].batch_size, law.per_batch[fit_idx.back()].batch_size,
       fit_idx.size(), rules, peak_text);
