@@ -6,8 +6,9 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(int64_t rows, WriteRows(st, format, stdout));
 //
 // Table: NULL prints empty, numbers right-aligned, reals with 4 significant digits in one style
-// per column (fixed, or scientific for the whole column when one of its values needs it), `*_at`
-// columns as UTC times.
+// per column (fixed, or scientific for the whole column when one of its values needs it; a
+// column of both signs, differences such as a loss gap, fixed at the decimals of its largest),
+// `*_at` columns as UTC times.
 // CSV: RFC 4180 quoting, a header row, reals in shortest round-trip form, NULL empty.
 // JSON: an array of objects (one per line); JSONL: one object per line; NULL is null.
 // The table format holds all rows to align them; the others stream.
