@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/support/temp_dir.h"
+#include "../support/temp_dir.h"  // tests/support (this target has no project include path)
 
 namespace {
 
