@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <string>
 
 #include <fmt/core.h>
@@ -73,11 +74,38 @@ Cell TableCell(const Statement& st, int c, const std::string& column) {
   }
 }
 
+// A column of differences (values of both signs: a loss gap, an error) in fixed style at one
+// absolute resolution, the decimals that give its largest magnitude 4 significant digits
+// ("0.03993", "0.00048", "-0.02594"): a difference near zero is a small number, not a reason to
+// put the column in e-notation. nullopt: the column is not one (one sign, or a value too large
+// or non-finite), and is styled as any other.
+std::optional<int> DifferenceDecimals(const std::vector<std::vector<Cell>>& rows, size_t c) {
+  bool negative = false, positive = false;
+  double largest = 0;
+  for (const auto& r : rows) {
+    if (!r[c].is_real) continue;
+    const double v = r[c].real;
+    if (!std::isfinite(v) || std::fabs(v) >= 1e7) return std::nullopt;
+    negative = negative || v < 0;
+    positive = positive || v > 0;
+    largest = std::max(largest, std::fabs(v));
+  }
+  if (!negative || !positive) return std::nullopt;
+  return std::max(0, 3 - static_cast<int>(std::floor(std::log10(largest))));
+}
+
 // Aligned text: a header, a rule, the rows; numeric columns right-aligned, each column's reals
-// in one style (scientific for all when one of them needs it).
+// in one style (scientific for all when one of them needs it; a column of differences fixed).
 // Formats each column's reals with 4 significant digits, in one style per column.
 void StyleReals(std::vector<std::vector<Cell>>& rows, size_t n) {
   for (size_t c = 0; c < n; ++c) {
+    if (const std::optional<int> decimals = DifferenceDecimals(rows, c)) {
+      for (auto& r : rows) {
+        if (!r[c].is_real) continue;
+        r[c].text = r[c].real == 0 ? "0" : fmt::format("{:.{}f}", r[c].real, *decimals);
+      }
+      continue;
+    }
     bool scientific = false;
     for (const auto& r : rows)
       scientific = scientific || (r[c].is_real && NeedsScientific(r[c].real));
@@ -217,27 +245,6 @@ void Flush(fmt::memory_buffer& buf, std::FILE* out) {
 
 }  // namespace
 
-std::string FormatNumber(double v, int significant) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{:.{}g}", v, significant);
-}
-
-std::string ProseNumber(double v) {
-  const double a = std::fabs(v);
-  if (!std::isfinite(v) || a == 0 || a < 1e-3 || a >= 1e6) return FormatNumber(v, 3);
-  // Between 0.001 and a million a sentence reads plain digits, never "1e+02": 3 significant
-  // digits, then as many decimals as they need ("27985" -> "28000", "0.0059712" -> "0.00597").
-  const double rounded = std::stod(FormatNumber(v, 3));
-  const int decimals = std::max(0, 2 - static_cast<int>(std::floor(std::log10(std::fabs(rounded)))));
-  std::string out = fmt::format("{:.{}f}", rounded, decimals);
-  if (out.find('.') != std::string::npos) {
-    while (out.back() == '0') out.pop_back();
-    if (out.back() == '.') out.pop_back();
-  }
-  return out;
-}
-
 namespace {
 
 // The kind of every cell, and per column whether all its cells are numbers (empty ones aside)
@@ -288,15 +295,6 @@ std::vector<std::vector<Cell>> DisplayCells(size_t n,
 }
 
 }  // namespace
-
-std::string ExactNumber(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  // An integral value as an integer ("12000000000000", never "1.2e+13"), up to 2^53 where
-  // doubles hold every integer; otherwise the shortest form that reads back as exactly v.
-  if (std::fabs(v) < 9007199254740992.0 && v == std::trunc(v)) return fmt::format("{:.0f}", v);
-  return fmt::format("{}", v);
-}
 
 std::vector<std::vector<std::string>> DisplayRows(
     const std::vector<std::string>& columns, const std::vector<std::vector<std::string>>& rows) {

@@ -6,8 +6,9 @@
 //   BATCHLAB_ASSIGN_OR_RETURN(int64_t rows, WriteRows(st, format, stdout));
 //
 // Table: NULL prints empty, numbers right-aligned, reals with 4 significant digits in one style
-// per column (fixed, or scientific for the whole column when one of its values needs it), `*_at`
-// columns as UTC times.
+// per column (fixed, or scientific for the whole column when one of its values needs it; a
+// column of both signs, differences such as a loss gap, fixed at the decimals of its largest),
+// `*_at` columns as UTC times.
 // CSV: RFC 4180 quoting, a header row, reals in shortest round-trip form, NULL empty.
 // JSON: an array of objects (one per line); JSONL: one object per line; NULL is null.
 // The table format holds all rows to align them; the others stream.
@@ -26,6 +27,7 @@
 
 #include "base/status.h"
 #include "results/database.h"
+#include "results/number_format.h"  // the cells FormatRows reads and rounds
 
 namespace batchlab::results {
 
@@ -53,21 +55,6 @@ std::string FormatRows(const std::vector<std::string>& columns,
 // renderings that lay the table out themselves (Markdown, HTML).
 std::vector<std::vector<std::string>> DisplayRows(
     const std::vector<std::string>& columns, const std::vector<std::vector<std::string>>& rows);
-
-// `v` exactly, in its shortest form that reads back as `v` ("10752", "0.07081234", "1e-07"):
-// the cell of a table that FormatRows rounds for people and keeps exact in CSV and JSON.
-std::string ExactNumber(double v);
-
-// The one number formatter of the CLI, the reports and the live view: `v` with `significant`
-// significant digits, shortest form ("912.5", "0.85", "1.25e+05"); "inf", "-inf", "nan". Cells
-// formatted with it are re-styled per column by the table format (FormatRows), so a column of
-// the aligned text table reads in one style whatever the cells' own form.
-std::string FormatNumber(double v, int significant = 4);
-
-// A number inside a sentence or a chart label: 3 significant digits ("B_crit is about 913"),
-// where tables show 4; plain digits from 0.001 to a million ("125000", "100%", never "1e+02%"),
-// FormatNumber's e-notation outside ("1.25e+15").
-std::string ProseNumber(double v);
 
 }  // namespace batchlab::results
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "results/number_format.h"
 #include "results/table_writer.h"
 
 namespace batchlab::analysis {
@@ -32,12 +33,18 @@ struct Table {
   std::string ToJson() const;      // an array of objects; numeric cells as numbers
 };
 
-// The one number formatter (results/table_writer.h): `v` with `significant` significant digits
-// ("912.5", "1.25e+05"); "inf", "-inf", "nan". ProseNumber: 3 digits, in sentences and chart
-// labels; ExactNumber: exact, in a table cell that the table views round and CSV keeps.
+// The number formats (results/number_format.h): ExactNumber, exact, in a table cell that the
+// table views round and CSV keeps (ExactCell: or empty; IntegerCell; PercentCell); FormatNumber,
+// `significant` digits; ProseNumber, 3 digits, in sentences and chart labels (ProsePercent;
+// WholePercent).
+using results::ExactCell;
 using results::ExactNumber;
 using results::FormatNumber;
+using results::IntegerCell;
+using results::PercentCell;
 using results::ProseNumber;
+using results::ProsePercent;
+using results::WholePercent;
 
 // Escapes & < > " for HTML text and attributes.
 std::string HtmlEscape(const std::string& s);

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "results/table_writer.h"
+#include "results/number_format.h"
 
 namespace batchlab::analysis {
 namespace {
@@ -199,9 +199,9 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
     peak_text = fmt::format(
         " The best LR falls again past B = {} ({} there, {} [{}, {}] at B = {}): a peak, as Li et "
         "al. 2024 find for Adam past the noise scale; the law is fitted up to B = {}.",
-        top.batch_size, results::FormatNumber(top.lr.value),
-        results::FormatNumber(last.lr.value), results::FormatNumber(last.lr.low),
-        results::FormatNumber(last.lr.high), last.batch_size, top.batch_size);
+        top.batch_size, results::FormatNumber(top.lr.value), results::FormatNumber(last.lr.value),
+        results::FormatNumber(last.lr.low), results::FormatNumber(last.lr.high), last.batch_size,
+        top.batch_size);
   }
   if (fit_idx.size() < 2) {
     law.alpha.MarkUnavailable("fewer than 2 batch sizes with a best LR inside the grid");
@@ -250,7 +250,7 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
       "The best LR follows η_opt = {}·B^{:.3g}{} over B = {}…{} ({} batch sizes): {}.{}",
       results::FormatNumber(law.c), f.alpha,
       law.alpha.available() ? fmt::format(" (α {:.0f}% interval [{:.3g}, {:.3g}])",
-                                           100 * options.confidence, law.alpha.low, law.alpha.high)
+                                          100 * options.confidence, law.alpha.low, law.alpha.high)
                             : "",
       law.per_batch[fit_idx.front()].batch_size, law.per_batch[fit_idx.back()].batch_size,
       fit_idx.size(), rules, peak_text);

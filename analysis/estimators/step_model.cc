@@ -18,10 +18,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// A percent inside the check's sentence: 2 significant digits (a table cell's percent is exact:
-// Pct, section_format.h).
-std::string SentencePct(double v) { return ProseNumber(100 * v) + "%"; }
-
 // "B=256 K=2" and the configuration's swept values (the label of its first run without them).
 std::string ConfigLabel(const RunTiming& t) {
   std::string label = fmt::format("B={} K={}", t.batch_size, t.world_size);
@@ -190,11 +186,10 @@ std::string ModelCheck::Sentence() const {
   std::string s = fmt::format(
       "Model check: at the {} measured configurations the fitted step-time model gives the "
       "measured step times within {} (RMS; {} at worst){}",
-      rows.size(), SentencePct(fitted_rms), SentencePct(fitted_max),
-      not_reproduced == 0
-          ? ""
-          : fmt::format(", {} configuration(s) beyond the tolerance {}", not_reproduced,
-                        SentencePct(tolerance)));
+      rows.size(), ProsePercent(fitted_rms), ProsePercent(fitted_max),
+      not_reproduced == 0 ? ""
+                          : fmt::format(", {} configuration(s) beyond the tolerance {}",
+                                        not_reproduced, ProsePercent(tolerance)));
   if (held_out == 0) {
     s += "; held out: no configuration could be predicted from the others (each model needs "
          "another measured configuration: sweep more batch sizes or ranks), so the projection "
@@ -203,7 +198,7 @@ std::string ModelCheck::Sentence() const {
     s += fmt::format(
         "; held out (each configuration predicted from a model fitted without it): median error "
         "{} over {} configurations, {} at worst (goal <= {}: {}).",
-        SentencePct(held_out_median), held_out, SentencePct(held_out_max), SentencePct(goal),
+        ProsePercent(held_out_median), held_out, ProsePercent(held_out_max), ProsePercent(goal),
         goal_met ? "met" : "NOT met, read the projection as rough");
   }
   if (!comm_undetermined.empty()) {

@@ -95,7 +95,7 @@ std::vector<Table> CritTables(const CritSection& crit) {
       "Fit of S = S_min (1 + B_crit/B), linear in 1/B with weights 1/S^2 (McCandlish et al. 2018 "
       "section 2.3), over {} points at {} batch sizes (each at the middle of its evaluation "
       "interval); RMS relative residual {}.",
-      f.points, f.batch_sizes, ProsePct(f.rms_relative_residual)));
+      f.points, f.batch_sizes, ProsePercent(f.rms_relative_residual)));
   if (f.b_crit.available()) {
     fit.notes.push_back(fmt::format("{:.0f}% interval: {} ({} resamples).",
                                     100 * f.b_crit.confidence, f.b_crit.method, f.resamples));
@@ -118,7 +118,8 @@ std::vector<Table> CritTables(const CritSection& crit) {
             {}};
   for (const CritResidual& r : f.residuals) {
     res.rows.push_back({ExactNumber(r.batch_size), ExactNumber(r.steps), ExactNumber(r.fitted),
-                        Pct(r.relative), RegionName(RegionOf(r.batch_size, f.b_crit.value))});
+                        PercentCell(r.relative),
+                        RegionName(RegionOf(r.batch_size, f.b_crit.value))});
   }
   res.notes.push_back(
       "Regions: near-perfect scaling for B <= B_crit/10 (<= 10% more samples than E_min), maximal "
@@ -129,10 +130,10 @@ std::vector<Table> CritTables(const CritSection& crit) {
 
 json CritJson(const CritSection& c) {
   json out;
-  if (c.b_simple) out["b_simple"] = Num(*c.b_simple);
+  if (c.b_simple) out["b_simple"] = JsonNumber(*c.b_simple);
   const std::optional<double> tokens = c.tokens_per_sequence;  // a language model's sweep
-  if (tokens) out["tokens_per_sequence"] = Num(*tokens);
-  if (tokens && c.b_simple) out["b_simple_tokens"] = Num(*tokens * *c.b_simple);
+  if (tokens) out["tokens_per_sequence"] = JsonNumber(*tokens);
+  if (tokens && c.b_simple) out["b_simple_tokens"] = JsonNumber(*tokens * *c.b_simple);
   if (!c.status.ok()) {
     out["error"] = c.status.message();
     return out;
@@ -155,20 +156,20 @@ json CritJson(const CritSection& c) {
   out["bootstrap"] = f.bootstrap;
   out["resamples"] = f.resamples;
   out["seed_dof"] = f.seed_dof;
-  out["seed_relative_sd"] = Num(f.seed_relative_sd);
-  out["lack_of_fit_relative_sd"] = Num(f.lack_of_fit_relative_sd);
-  out["max_eval_resolution"] = Num(f.max_resolution);
+  out["seed_relative_sd"] = JsonNumber(f.seed_relative_sd);
+  out["lack_of_fit_relative_sd"] = JsonNumber(f.lack_of_fit_relative_sd);
+  out["max_eval_resolution"] = JsonNumber(f.max_resolution);
   out["points"] = f.points;
   out["batch_sizes"] = f.batch_sizes;
-  out["rms_relative_residual"] = Num(f.rms_relative_residual);
-  if (c.b_simple_ratio) out["b_simple_over_b_crit"] = Num(*c.b_simple_ratio);
+  out["rms_relative_residual"] = JsonNumber(f.rms_relative_residual);
+  if (c.b_simple_ratio) out["b_simple_over_b_crit"] = JsonNumber(*c.b_simple_ratio);
   json res = json::array();
   for (const CritResidual& r : f.residuals) {
     res.push_back({{"batch_size", r.batch_size},
                    {"steps", r.steps},
-                   {"fitted", Num(r.fitted)},
-                   {"relative", Num(r.relative)},
-                   {"resolution", Num(r.resolution)},
+                   {"fitted", JsonNumber(r.fitted)},
+                   {"relative", JsonNumber(r.relative)},
+                   {"resolution", JsonNumber(r.resolution)},
                    {"region", RegionName(RegionOf(r.batch_size, f.b_crit.value))}});
   }
   out["residuals"] = res;

@@ -123,7 +123,8 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
       const GnsEstimate& e = r.estimate;
       t.rows.push_back({r.run_id, r.label, ExactNumber(e.b_simple.value),
                         ExactNumber(e.b_simple.low), ExactNumber(e.b_simple.high),
-                        ExactNumber(e.g2), ExactNumber(e.trace), I(e.samples), last, "ok"});
+                        ExactNumber(e.g2), ExactNumber(e.trace), IntegerCell(e.samples), last,
+                        "ok"});
     } else {
       t.rows.push_back({r.run_id, r.label, "", "", "", "", "", "", last, r.status.message()});
     }
@@ -150,7 +151,7 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
             {},
             {}};
     for (const GnsConfigSpread& c : gns.seeds) {
-      s.rows.push_back({c.config_key, c.label, I(c.spread.n), ExactNumber(c.spread.mean),
+      s.rows.push_back({c.config_key, c.label, IntegerCell(c.spread.n), ExactNumber(c.spread.mean),
                         ExactNumber(c.spread.stddev), ExactNumber(c.spread.min),
                         ExactNumber(c.spread.max)});
     }
@@ -168,8 +169,8 @@ json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_se
               {"world_size", r.world_size}};
     if (r.status.ok()) {
       j["b_simple"] = IntervalJson(r.estimate.b_simple);
-      j["g2"] = Num(r.estimate.g2);
-      j["trace"] = Num(r.estimate.trace);
+      j["g2"] = JsonNumber(r.estimate.g2);
+      j["trace"] = JsonNumber(r.estimate.trace);
       j["samples"] = r.estimate.samples;
       j["first_step"] = r.estimate.first_step;
       j["last_step"] = r.estimate.last_step;
@@ -178,15 +179,15 @@ json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_se
     }
     if (r.smoothed_end) {
       j["smoothed_end"] = {{"step", r.smoothed_end->step},
-                           {"b_simple", Num(r.smoothed_end->b_simple)}};
+                           {"b_simple", JsonNumber(r.smoothed_end->b_simple)}};
     }
     if (include_series) {
       json s = json::array();
       for (const GnsPoint& p : r.series) {
         s.push_back({{"step", p.step},
-                     {"g2", Num(p.g2)},
-                     {"trace", Num(p.trace)},
-                     {"b_simple", Num(p.b_simple)}});
+                     {"g2", JsonNumber(p.g2)},
+                     {"trace", JsonNumber(p.trace)},
+                     {"b_simple", JsonNumber(p.b_simple)}});
       }
       j["series"] = s;
     }
@@ -197,10 +198,10 @@ json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_se
     seeds.push_back({{"config", c.config_key},
                      {"label", c.label},
                      {"seeds", c.spread.n},
-                     {"mean", Num(c.spread.mean)},
-                     {"stddev", Num(c.spread.stddev)},
-                     {"min", Num(c.spread.min)},
-                     {"max", Num(c.spread.max)}});
+                     {"mean", JsonNumber(c.spread.mean)},
+                     {"stddev", JsonNumber(c.spread.stddev)},
+                     {"min", JsonNumber(c.spread.min)},
+                     {"max", JsonNumber(c.spread.max)}});
   }
   const auto [from, to] = GnsWindow(options);
   json out = {{"beta", options.beta},
@@ -210,9 +211,9 @@ json GnsJson(const GnsSection& gns, const StudyOptions& options, bool include_se
               {"runs", runs},
               {"seeds", seeds}};
   if (gns.median) {
-    out["median"] = Num(*gns.median);
-    out["min"] = Num(*gns.min);
-    out["max"] = Num(*gns.max);
+    out["median"] = JsonNumber(*gns.median);
+    out["min"] = JsonNumber(*gns.min);
+    out["max"] = JsonNumber(*gns.max);
   }
   return out;
 }

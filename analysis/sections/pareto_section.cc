@@ -59,9 +59,9 @@ std::vector<Table> ParetoTables(const ParetoSection& p) {
   int rank = 1;
   for (size_t i : p.frontier) {
     const TargetHit& h = *p.hits[i];
-    t.rows.push_back({I(rank++), h.run_id, h.label, ExactNumber(h.seconds),
-                      ExactNumber(p.points[i].compute), I(h.batch_size), I(h.world_size),
-                      I(h.nodes), h.lr_rule, h.optimizer});
+    t.rows.push_back({IntegerCell(rank++), h.run_id, h.label, ExactNumber(h.seconds),
+                      ExactNumber(p.points[i].compute), IntegerCell(h.batch_size),
+                      IntegerCell(h.world_size), IntegerCell(h.nodes), h.lr_rule, h.optimizer});
   }
   t.notes.push_back(fmt::format(
       "{} of {} runs that reached the target are on the frontier (no other run is both faster "

@@ -157,12 +157,12 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
     return {t};
   }
   for (const ProjectedPoint& x : p.points) {
-    t.rows.push_back({I(x.world_size), I(x.batch_size), ExactNumber(x.compute_seconds),
-                      ExactNumber(x.comm_seconds), ExactNumber(x.step_seconds),
-                      ExactNumber(x.steps), ExactNumber(x.time_to_target), ExactNumber(x.compute),
-                      x.on_frontier ? "yes" : "", x.measured ? "yes" : "",
-                      x.here ? ExactNumber(x.here->time_to_target) : "",
-                      x.here ? ExactNumber(x.here->steps) : ""});
+    t.rows.push_back(
+        {IntegerCell(x.world_size), IntegerCell(x.batch_size), ExactNumber(x.compute_seconds),
+         ExactNumber(x.comm_seconds), ExactNumber(x.step_seconds), ExactNumber(x.steps),
+         ExactNumber(x.time_to_target), ExactNumber(x.compute), x.on_frontier ? "yes" : "",
+         x.measured ? "yes" : "", x.here ? ExactNumber(x.here->time_to_target) : "",
+         x.here ? ExactNumber(x.here->steps) : ""});
   }
   int agree = 0, compared = 0;
   for (const ProjectedPoint& x : p.points) {
@@ -206,12 +206,13 @@ std::vector<Table> ProjectionTables(const ProjectionSection& p) {
               {},
               {}};
   for (const ModelCheckRow& r : p.check.rows) {
-    check.rows.push_back({r.label, I(r.world_size), I(r.batch_size), I(r.local_batch_size),
-                          I(r.runs), ExactNumber(r.measured), ExactNumber(r.fitted),
-                          Pct(r.fitted_error),
-                          std::isfinite(r.held_out) ? ExactNumber(r.held_out) : "",
-                          std::isfinite(r.held_out_error) ? Pct(r.held_out_error) : r.held_out_note,
-                          r.reproduced ? "yes" : "no"});
+    check.rows.push_back(
+        {r.label, IntegerCell(r.world_size), IntegerCell(r.batch_size),
+         IntegerCell(r.local_batch_size), IntegerCell(r.runs), ExactNumber(r.measured),
+         ExactNumber(r.fitted), PercentCell(r.fitted_error),
+         std::isfinite(r.held_out) ? ExactNumber(r.held_out) : "",
+         std::isfinite(r.held_out_error) ? PercentCell(r.held_out_error) : r.held_out_note,
+         r.reproduced ? "yes" : "no"});
   }
   check.notes.push_back(p.check.Sentence());
   check.notes.push_back(
@@ -235,22 +236,22 @@ json ModelCheckJson(const ModelCheck& c) {
               {"batch_size", r.batch_size},
               {"local_batch_size", r.local_batch_size},
               {"runs", r.runs},
-              {"measured_step_seconds", Num(r.measured)},
-              {"fitted_step_seconds", Num(r.fitted)},
-              {"fitted_error", Num(r.fitted_error)},
-              {"held_out_step_seconds", Num(r.held_out)},
-              {"held_out_error", Num(r.held_out_error)},
+              {"measured_step_seconds", JsonNumber(r.measured)},
+              {"fitted_step_seconds", JsonNumber(r.fitted)},
+              {"fitted_error", JsonNumber(r.fitted_error)},
+              {"held_out_step_seconds", JsonNumber(r.held_out)},
+              {"held_out_error", JsonNumber(r.held_out_error)},
               {"reproduced", r.reproduced}};
     if (!r.held_out_note.empty()) j["held_out_note"] = r.held_out_note;
     rows.push_back(j);
   }
   out["configurations"] = rows;
-  out["fitted_rms_error"] = Num(c.fitted_rms);
-  out["fitted_max_error"] = Num(c.fitted_max);
-  out["tolerance"] = Num(c.tolerance);
+  out["fitted_rms_error"] = JsonNumber(c.fitted_rms);
+  out["fitted_max_error"] = JsonNumber(c.fitted_max);
+  out["tolerance"] = JsonNumber(c.tolerance);
   out["held_out"] = c.held_out;
-  out["held_out_median_error"] = Num(c.held_out_median);
-  out["held_out_max_error"] = Num(c.held_out_max);
+  out["held_out_median_error"] = JsonNumber(c.held_out_median);
+  out["held_out_max_error"] = JsonNumber(c.held_out_max);
   out["goal"] = c.goal;
   out["goal_met"] = c.goal_met;
   out["method"] =
@@ -269,23 +270,23 @@ json ProjectionJson(const ProjectionSection& p) {
                            {"source", p.profile.source},
                            {"alpha_seconds", p.profile.alpha_seconds},
                            {"beta_bytes_per_second", p.profile.bandwidth_bytes_per_second}};
-  out["compute"] = {{"seconds_per_sample", Num(p.compute.seconds_per_sample)},
-                    {"seconds_per_step", Num(p.compute.seconds_per_step)},
+  out["compute"] = {{"seconds_per_sample", JsonNumber(p.compute.seconds_per_sample)},
+                    {"seconds_per_step", JsonNumber(p.compute.seconds_per_step)},
                     {"runs", p.compute.runs},
-                    {"rms_relative_residual", Num(p.compute.rms_relative_residual)},
-                    {"device_speedup", Num(p.compute.speedup)}};
+                    {"rms_relative_residual", JsonNumber(p.compute.rms_relative_residual)},
+                    {"device_speedup", JsonNumber(p.compute.speedup)}};
   json models = json::array();
   for (const auto& [key, m] : p.model.compute) {
     models.push_back({{"model", key},
-                      {"seconds_per_sample", Num(m.seconds_per_sample)},
-                      {"seconds_per_step", Num(m.seconds_per_step)},
-                      {"floor_local_batch", Num(m.min_local_batch)},
+                      {"seconds_per_sample", JsonNumber(m.seconds_per_sample)},
+                      {"seconds_per_step", JsonNumber(m.seconds_per_step)},
+                      {"floor_local_batch", JsonNumber(m.min_local_batch)},
                       {"local_batches", m.local_batches},
                       {"runs", m.runs},
-                      {"rms_relative_residual", Num(m.rms_relative_residual)}});
+                      {"rms_relative_residual", JsonNumber(m.rms_relative_residual)}});
   }
   out["compute_models"] = models;
-  out["min_local_batch"] = Num(p.min_local_batch);
+  out["min_local_batch"] = JsonNumber(p.min_local_batch);
   out["check"] = ModelCheckJson(p.check);
   out["parameters"] = p.parameters;
   out["compute_unit"] = "rank-seconds";
@@ -293,19 +294,19 @@ json ProjectionJson(const ProjectionSection& p) {
   for (const ProjectedPoint& x : p.points) {
     pts.push_back({{"world_size", x.world_size},
                    {"batch_size", x.batch_size},
-                   {"compute_seconds", Num(x.compute_seconds)},
-                   {"comm_seconds", Num(x.comm_seconds)},
-                   {"step_seconds", Num(x.step_seconds)},
-                   {"steps", Num(x.steps)},
-                   {"time_to_target", Num(x.time_to_target)},
-                   {"compute", Num(x.compute)},  // rank-seconds: the projection models time
+                   {"compute_seconds", JsonNumber(x.compute_seconds)},
+                   {"comm_seconds", JsonNumber(x.comm_seconds)},
+                   {"step_seconds", JsonNumber(x.step_seconds)},
+                   {"steps", JsonNumber(x.steps)},
+                   {"time_to_target", JsonNumber(x.time_to_target)},
+                   {"compute", JsonNumber(x.compute)},  // rank-seconds: the projection models time
                    {"on_frontier", x.on_frontier},
                    {"measured_here", x.measured}});
     if (x.here) {
       pts.back()["measured"] = {{"config", x.here->label},
-                                {"steps", Num(x.here->steps)},
-                                {"time_to_target", Num(x.here->time_to_target)},
-                                {"comm_seconds", Num(x.here->comm_seconds)}};
+                                {"steps", JsonNumber(x.here->steps)},
+                                {"time_to_target", JsonNumber(x.here->time_to_target)},
+                                {"comm_seconds", JsonNumber(x.here->comm_seconds)}};
       pts.back()["agrees_with_measured"] = x.difference.empty();
       if (!x.difference.empty()) pts.back()["difference"] = x.difference;
     }

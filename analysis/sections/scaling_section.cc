@@ -21,14 +21,14 @@ json ScalingRowsJson(const std::vector<ScalingRow>& rows) {
                 {"world_size", r.world_size},
                 {"nodes", r.nodes},
                 {"runs", r.runs},
-                {"samples_per_second", Num(r.throughput)},
-                {"speedup", Num(r.speedup)},
-                {"efficiency", Num(r.efficiency)},
+                {"samples_per_second", JsonNumber(r.throughput)},
+                {"speedup", JsonNumber(r.speedup)},
+                {"efficiency", JsonNumber(r.efficiency)},
                 {"efficiency_interval", IntervalJson(r.efficiency_interval)},
                 {"baseline_world_size", r.base_world_size},
-                {"load", Num(r.load)},
+                {"load", JsonNumber(r.load)},
                 {"above_possible", r.above_possible},
-                {"comm_fraction", Num(r.comm_fraction)}};
+                {"comm_fraction", JsonNumber(r.comm_fraction)}};
     // Not a result: no baseline under the same conditions, or above 100% beyond its interval.
     row["result"] = r.incomparable.empty() && !r.above_possible;
     if (!r.incomparable.empty()) row["incomparable"] = r.incomparable;
@@ -67,10 +67,10 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
     for (const ScalingRow& r : rows) {
       const Interval& iv = r.efficiency_interval;
       const bool own = r.base_world_size == r.world_size;  // the baseline's own row
-      std::string eff = Pct(r.efficiency), low, high, flag;
+      std::string eff = PercentCell(r.efficiency), low, high, flag;
       if (!own && iv.available()) {
-        low = Pct(iv.low);
-        high = Pct(iv.high);
+        low = PercentCell(iv.low);
+        high = PercentCell(iv.high);
       }
       if (!r.incomparable.empty()) {
         eff = low = high = "";  // not a result
@@ -78,15 +78,16 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
         ++incomparable;
       } else if (r.above_possible) {
         eff = low = high = "";  // above what is possible beyond its interval: not a result
-        flag = fmt::format("noise: {} is above 100% beyond its interval", ProsePct(r.efficiency));
+        flag =
+            fmt::format("noise: {} is above 100% beyond its interval", ProsePercent(r.efficiency));
         ++flagged;
       } else if (!own && !iv.available()) {
         flag = "interval unavailable: " + iv.unavailable;
       }
-      t.rows.push_back({r.group, r.config_key, I(r.world_size), I(r.nodes), I(r.runs),
-                        ExactNumber(r.throughput), ExactNumber(r.speedup), eff, low, high,
-                        r.base_world_size > 0 ? I(r.base_world_size) : "",
-                        r.load > 0 ? ExactNumber(r.load) : "", Pct(r.comm_fraction), flag});
+      t.rows.push_back({r.group, r.config_key, IntegerCell(r.world_size), IntegerCell(r.nodes),
+                        IntegerCell(r.runs), ExactNumber(r.throughput), ExactNumber(r.speedup), eff,
+                        low, high, r.base_world_size > 0 ? IntegerCell(r.base_world_size) : "",
+                        r.load > 0 ? ExactNumber(r.load) : "", PercentCell(r.comm_fraction), flag});
     }
   };
   const std::vector<std::string> cols = {
@@ -130,13 +131,13 @@ std::vector<Table> ScalingTables(const ScalingSection& s) {
              {}};
   for (const RunTiming& t : s.timings) {
     const Interval& si = t.step_interval;
-    runs.rows.push_back({t.run_id, t.label, I(t.world_size), I(t.batch_size), I(t.local_batch_size),
-                         I(t.steps), ExactNumber(t.step_seconds),
-                         si.available() ? ExactNumber(si.low) : "",
-                         si.available() ? ExactNumber(si.high) : "", ExactNumber(t.comm_seconds),
-                         ExactNumber(t.throughput), Pct(t.comm_fraction),
-                         t.bus_bandwidth > 0 ? ExactNumber(t.bus_bandwidth / 1e9) : "",
-                         t.load > 0 ? ExactNumber(t.load) : "", t.cpus > 0 ? I(t.cpus) : ""});
+    runs.rows.push_back(
+        {t.run_id, t.label, IntegerCell(t.world_size), IntegerCell(t.batch_size),
+         IntegerCell(t.local_batch_size), IntegerCell(t.steps), ExactNumber(t.step_seconds),
+         si.available() ? ExactNumber(si.low) : "", si.available() ? ExactNumber(si.high) : "",
+         ExactNumber(t.comm_seconds), ExactNumber(t.throughput), PercentCell(t.comm_fraction),
+         t.bus_bandwidth > 0 ? ExactNumber(t.bus_bandwidth / 1e9) : "",
+         t.load > 0 ? ExactNumber(t.load) : "", t.cpus > 0 ? IntegerCell(t.cpus) : ""});
   }
   bool comm_logged = false;
   for (const RunTiming& t : s.timings) comm_logged = comm_logged || t.comm_seconds > 0;
@@ -179,30 +180,31 @@ json ScalingJson(const ScalingSection& s) {
                     {"batch_size", t.batch_size},
                     {"local_batch_size", t.local_batch_size},
                     {"steps", t.steps},
-                    {"step_seconds", Num(t.step_seconds)},
+                    {"step_seconds", JsonNumber(t.step_seconds)},
                     {"step_seconds_interval", IntervalJson(t.step_interval)},
                     {"host", t.host},
-                    {"load", Num(t.load)},
+                    {"load", JsonNumber(t.load)},
                     {"cpus", t.cpus > 0 ? json(t.cpus) : json(nullptr)},
-                    {"load_avg", t.cpus > 0 ? Num(t.load_avg) : json(nullptr)},
-                    {"comm_seconds", Num(t.comm_seconds)},
-                    {"samples_per_second", Num(t.throughput)},
-                    {"comm_fraction", Num(t.comm_fraction)},
-                    {"bus_bandwidth", Num(t.bus_bandwidth)}});
+                    {"load_avg", t.cpus > 0 ? JsonNumber(t.load_avg) : json(nullptr)},
+                    {"comm_seconds", JsonNumber(t.comm_seconds)},
+                    {"samples_per_second", JsonNumber(t.throughput)},
+                    {"comm_fraction", JsonNumber(t.comm_fraction)},
+                    {"bus_bandwidth", JsonNumber(t.bus_bandwidth)}});
   }
   json out = {
       {"strong", ScalingRowsJson(s.strong)}, {"weak", ScalingRowsJson(s.weak)}, {"runs", runs}};
   if (s.alpha_beta_status.ok()) {
-    out["alpha_beta"] = {{"alpha_seconds", Num(s.alpha_beta.alpha_seconds)},
-                         {"beta_bytes_per_second", Num(s.alpha_beta.bandwidth_bytes_per_second)},
-                         {"rms_residual_seconds", Num(s.alpha_beta.rms_residual_seconds)},
-                         {"observations", s.alpha_beta.observations},
-                         {"designs", s.alpha_beta.designs},
-                         {"separated", s.alpha_beta.separated},
-                         {"determined", s.alpha_beta.undetermined.empty()},
-                         {"method", s.alpha_beta.separated
-                                        ? "least squares of the ring model, alpha >= 0, 1/beta >= 0"
-                                        : "one (K, bytes) design: bandwidth-only fit, alpha = 0"}};
+    out["alpha_beta"] = {
+        {"alpha_seconds", JsonNumber(s.alpha_beta.alpha_seconds)},
+        {"beta_bytes_per_second", JsonNumber(s.alpha_beta.bandwidth_bytes_per_second)},
+        {"rms_residual_seconds", JsonNumber(s.alpha_beta.rms_residual_seconds)},
+        {"observations", s.alpha_beta.observations},
+        {"designs", s.alpha_beta.designs},
+        {"separated", s.alpha_beta.separated},
+        {"determined", s.alpha_beta.undetermined.empty()},
+        {"method", s.alpha_beta.separated
+                       ? "least squares of the ring model, alpha >= 0, 1/beta >= 0"
+                       : "one (K, bytes) design: bandwidth-only fit, alpha = 0"}};
     if (!s.alpha_beta.undetermined.empty()) {
       out["alpha_beta"]["not_determined"] = s.alpha_beta.undetermined;
     }

@@ -109,14 +109,13 @@ ScheduleRow RowOf(const std::vector<const RunData*>& runs, const std::optional<T
   return row;
 }
 
-std::string Percent(double fraction) { return fmt::format("{:.0f}%", 100 * fraction); }
-
 std::string FewerOrMore(double ours, double theirs) {
-  return ours <= theirs ? Percent(1 - ours / theirs) + " fewer" : Percent(ours / theirs - 1) + " more";
+  return ours <= theirs ? WholePercent(1 - ours / theirs) + " fewer"
+                        : WholePercent(ours / theirs - 1) + " more";
 }
 
 std::string MeanText(const std::optional<double>& mean, const std::optional<double>& sd) {
-  return sd ? fmt::format("{:.4g} ± {:.2g}", *mean, *sd) : fmt::format("{:.4g}", *mean);
+  return sd ? FormatNumber(*mean) + " ± " + FormatNumber(*sd, 2) : FormatNumber(*mean);
 }
 
 }  // namespace
@@ -171,9 +170,10 @@ ScheduleSection CompareSchedules(const SweepData& sweep, int smooth_steps) {
         }
       }
       if (s.target_step && c.target_step) {
-        line += fmt::format("{}to the target: {:.4g} steps against {:.4g} ({})",
-                            line.empty() ? s.label + " " : "; ", *s.target_step, *c.target_step,
-                            FewerOrMore(*s.target_step, *c.target_step));
+        line +=
+            fmt::format("{}to the target: {} steps against {} ({})",
+                        line.empty() ? s.label + " " : "; ", FormatNumber(*s.target_step),
+                        FormatNumber(*c.target_step), FewerOrMore(*s.target_step, *c.target_step));
       }
       if (!line.empty()) {
         const int seeds = std::min(s.seeds, c.seeds);

@@ -1,7 +1,7 @@
-// The cells and JSON values that the study sections' Tables and Json functions share
-// (gns_section.h, target_section.h, ...). Cells hold exact numbers: the text views round them
-// (4 significant digits, percents 3), the CSV and JSON keep them (results/table_writer.h
-// FormatRows). In JSON a non-finite number is null.
+// The JSON values that the study sections' Json functions share (gns_section.h,
+// target_section.h, ...); their table cells are results/number_format.h's (ExactNumber,
+// IntegerCell, PercentCell): exact, the text views round them, the CSV and JSON keep them
+// (results/table_writer.h FormatRows). In JSON a non-finite number is null.
 #ifndef BATCHLAB_ANALYSIS_SECTIONS_SECTION_FORMAT_H_
 #define BATCHLAB_ANALYSIS_SECTIONS_SECTION_FORMAT_H_
 
@@ -16,13 +16,8 @@
 
 namespace batchlab::analysis {
 
-inline std::string I(int64_t v) { return std::to_string(v); }
-// A table cell's percent: exact (the table views round it, CSV keeps it).
-inline std::string Pct(double v) { return results::ExactNumber(100 * v) + "%"; }
-// A percent inside a sentence (a note, a flag): 3 significant digits ("51.9%", "100%").
-inline std::string ProsePct(double v) { return results::ProseNumber(100 * v) + "%"; }
-
-inline nlohmann::json Num(double v) {
+// A number as a JSON value: null where it is not finite (JSON has no inf or nan).
+inline nlohmann::json JsonNumber(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
@@ -30,9 +25,9 @@ inline nlohmann::json Num(double v) {
 // says why (never a zero-width interval).
 inline nlohmann::json IntervalJson(const Interval& i) {
   using nlohmann::json;
-  json j = {{"value", Num(i.value)},
-            {"low", i.available() ? Num(i.low) : json(nullptr)},
-            {"high", i.available() ? Num(i.high) : json(nullptr)},
+  json j = {{"value", JsonNumber(i.value)},
+            {"low", i.available() ? JsonNumber(i.low) : json(nullptr)},
+            {"high", i.available() ? JsonNumber(i.high) : json(nullptr)},
             {"confidence", i.confidence},
             {"available", i.available()},
             {"method", i.method}};

@@ -36,7 +36,8 @@ json CommSettings(const RunData& run) {
   return comm;
 }
 
-std::string Number(const json& v) {
+// A comm setting's value as the table shows it: a number rounded for people, else its JSON.
+std::string SettingText(const json& v) {
   return v.is_number() ? FormatNumber(v.get<double>()) : v.dump();
 }
 
@@ -46,9 +47,6 @@ std::optional<double> MeanOf(const std::vector<double>& v) {
   for (double x : v) sum += x;
   return sum / static_cast<double>(v.size());
 }
-
-// Exact in the cell: the table views round it, the CSV keeps it.
-std::string Cell(const std::optional<double>& v) { return v ? results::ExactNumber(*v) : ""; }
 
 // The table's order (base/sync_mode.h); an unknown mode last.
 int ModeOrder(const std::string& mode) {
@@ -64,15 +62,15 @@ SyncSetting SyncSettingOf(const RunData& run) {
   if (comm.contains("sync") && comm["sync"].is_string()) s.mode = comm["sync"].get<std::string>();
   if (const SyncModeInfo* info = FindSyncMode(s.mode); info != nullptr && *info->detail_field) {
     s.detail =
-        std::string(info->detail_label) + "=" + Number(comm.value(info->detail_field, json()));
+        std::string(info->detail_label) + "=" + SettingText(comm.value(info->detail_field, json()));
   }
   if (comm.contains("straggler") && comm["straggler"].is_object()) {
     const json& st = comm["straggler"];
     const json rank = st.value("rank", json(0));
-    s.straggler = (rank.is_string() ? rank.get<std::string>() : "rank " + Number(rank)) + ", " +
-                  Number(st.value("delay_ms", json(0))) + " ms";
+    s.straggler = (rank.is_string() ? rank.get<std::string>() : "rank " + SettingText(rank)) +
+                  ", " + SettingText(st.value("delay_ms", json(0))) + " ms";
     const json p = st.value("probability", json(1));
-    if (p.is_number() && p.get<double>() < 1) s.straggler += ", p=" + Number(p);
+    if (p.is_number() && p.get<double>() < 1) s.straggler += ", p=" + SettingText(p);
   }
   return s;
 }
@@ -148,9 +146,10 @@ Table SyncTable(const SyncSection& sync) {
       {}};
   for (const SyncRow& r : sync.rows) {
     t.rows.push_back({r.setting.mode, r.setting.detail, r.setting.straggler, r.others,
-                      std::to_string(r.runs), std::to_string(r.reached), Cell(r.steps),
-                      Cell(r.samples), Cell(r.seconds), Cell(r.compute), Cell(r.wait_seconds),
-                      Cell(r.staleness), Cell(r.effective_batch), Cell(r.speedup)});
+                      std::to_string(r.runs), std::to_string(r.reached), ExactCell(r.steps),
+                      ExactCell(r.samples), ExactCell(r.seconds), ExactCell(r.compute),
+                      ExactCell(r.wait_seconds), ExactCell(r.staleness),
+                      ExactCell(r.effective_batch), ExactCell(r.speedup)});
   }
   if (!sync.varies) {
     t.notes.push_back(

@@ -111,7 +111,7 @@ std::vector<Table> TargetTables(const TargetSection& target) {
              {}};
   for (const TargetHit& h : target.hits) {
     const bool ok = h.status == HitStatus::kReached;
-    runs.rows.push_back({h.run_id, h.label, HitStatusName(h.status), ok ? I(h.step) : "",
+    runs.rows.push_back({h.run_id, h.label, HitStatusName(h.status), ok ? IntegerCell(h.step) : "",
                          ok ? ExactNumber(h.samples) : "", ok ? ExactNumber(h.seconds) : "",
                          ok ? ExactNumber(h.compute) : "",
                          ok && h.flops > 0 ? ExactNumber(h.flops) : ""});
@@ -130,12 +130,14 @@ std::vector<Table> TargetTables(const TargetSection& target) {
       {},
       {}};
   for (const BatchBest& b : target.best) {
-    best.rows.push_back({I(b.batch_size), I(b.runs), I(b.reached), I(b.never_reached),
-                         I(b.diverged), I(b.failed), I(b.unfinished), I(b.no_metric), I(b.pruned),
-                         I(b.stalled), b.best ? ExactNumber(b.best_steps) : "",
+    best.rows.push_back({IntegerCell(b.batch_size), IntegerCell(b.runs), IntegerCell(b.reached),
+                         IntegerCell(b.never_reached), IntegerCell(b.diverged),
+                         IntegerCell(b.failed), IntegerCell(b.unfinished), IntegerCell(b.no_metric),
+                         IntegerCell(b.pruned), IntegerCell(b.stalled),
+                         b.best ? ExactNumber(b.best_steps) : "",
                          b.best ? ExactNumber(b.best_samples) : "",
-                         I(static_cast<int64_t>(b.seed_steps.size())), b.best ? b.best->run_id : "",
-                         b.best ? b.best->label : ""});
+                         IntegerCell(static_cast<int64_t>(b.seed_steps.size())),
+                         b.best ? b.best->run_id : "", b.best ? b.best->label : ""});
   }
   best.notes.push_back(
       "Best over the other swept values (learning rate, rule, optimizer) as in Shallue et al. "
@@ -152,9 +154,9 @@ std::vector<Table> TargetTables(const TargetSection& target) {
            {},
            {}};
   for (const LrFound& f : target.lr_found) {
-    lr.rows.push_back({I(f.batch_size), f.others, f.lr ? ExactNumber(*f.lr) : "",
-                       f.lr ? ExactNumber(f.best_steps) : "", I(f.runs), I(f.lrs),
-                       f.at_edge ? "yes" : "no"});
+    lr.rows.push_back({IntegerCell(f.batch_size), f.others, ExactCell(f.lr),
+                       f.lr ? ExactNumber(f.best_steps) : "", IntegerCell(f.runs),
+                       IntegerCell(f.lrs), f.at_edge ? "yes" : "no"});
   }
   lr.notes.push_back(
       "Adaptive search (docs/spec.md \"LR search\"): a coarse log grid over the range, then "
@@ -176,10 +178,10 @@ json HitJson(const TargetHit& h, ComputeUnit unit) {
             {"status", HitStatusName(h.status)}};
   if (h.status == HitStatus::kReached) {
     j["step"] = h.step;
-    j["samples"] = Num(h.samples);
-    j["seconds"] = Num(h.seconds);
-    j["compute"] = Num(ComputeIn(h, unit));
-    j["rank_seconds"] = Num(h.compute);
+    j["samples"] = JsonNumber(h.samples);
+    j["seconds"] = JsonNumber(h.seconds);
+    j["compute"] = JsonNumber(ComputeIn(h, unit));
+    j["rank_seconds"] = JsonNumber(h.compute);
     j["flops"] = h.flops > 0 ? json(h.flops) : json(nullptr);
   }
   return j;
@@ -196,8 +198,8 @@ json TargetJson(const TargetSection& t) {
         {"unfinished", b.unfinished},       {"no_metric", b.no_metric}, {"pruned", b.pruned},
         {"stalled", b.stalled}};
     if (b.best) {
-      j["best_steps"] = Num(b.best_steps);
-      j["best_samples"] = Num(b.best_samples);
+      j["best_steps"] = JsonNumber(b.best_steps);
+      j["best_samples"] = JsonNumber(b.best_samples);
       j["seed_steps"] = b.seed_steps;
       j["best_run"] = HitJson(*b.best, t.compute.unit);
     } else {
@@ -216,7 +218,7 @@ json TargetJson(const TargetSection& t) {
       lr.push_back({{"batch_size", f.batch_size},
                     {"others", f.others},
                     {"lr", f.lr ? json(*f.lr) : json(nullptr)},
-                    {"best_steps", f.lr ? json(Num(f.best_steps)) : json(nullptr)},
+                    {"best_steps", f.lr ? json(JsonNumber(f.best_steps)) : json(nullptr)},
                     {"runs", f.runs},
                     {"lrs_tried", f.lrs},
                     {"at_range_edge", f.at_edge}});

@@ -1,8 +1,6 @@
 // An attempt's life: its folder and the files in it, its launch, the ingest of its metrics and
 // its end (see execution.h).
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -51,14 +49,11 @@ Status Execution::Launch(size_t i) {
   nlohmann::json config = r.config;
   config["attempt"] = attempt;
   config["metrics_path"] = protocol::MetricsPath(dir);
-  {
-    std::ofstream out(protocol::ConfigPath(dir));
-    out << config.dump(2) << "\n";
-    out.close();  // a full disk shows here, not before
-    if (!out) {
-      return UnavailableError(fmt::format("cannot write {}/config.json: {} (is the disk full?)",
-                                          dir, std::strerror(errno)));
-    }
+  // Atomic: a program never reads half a config. A full disk is an error of the sweep
+  // ("cannot write <dir>/config.json.tmp: No space left on device (is the disk full?)").
+  if (Status written = WriteFileAtomically(protocol::ConfigPath(dir), config.dump(2) + "\n");
+      !written.ok()) {
+    return UnavailableError(written.message());
   }
   BATCHLAB_RETURN_IF_ERROR(WriteResumeFile(r.id, attempt, dir));
   if (!r.trunk_id.empty()) BATCHLAB_RETURN_IF_ERROR(WriteBranchFromFile(r, dir));

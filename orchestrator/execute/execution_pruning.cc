@@ -3,7 +3,6 @@
 // file (and prune_at), or never started (see execution.h).
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -20,6 +19,19 @@
 namespace batchlab::orchestrator::execution {
 
 using results::RunState;
+
+namespace {
+
+// The file `stop` in an attempt folder (docs/protocol.md), written atomically: a program that
+// polls it reads the whole object or no file. One that cannot be written (a full disk) is left to
+// the SIGTERM that follows the grace period.
+void WriteStopFile(const std::string& attempt_dir, const std::string& reason,
+                   const std::string& message) {
+  (void)WriteFileAtomically(protocol::StopPath(attempt_dir),
+                            nlohmann::json{{"reason", reason}, {"message", message}}.dump() + "\n");
+}
+
+}  // namespace
 
 std::optional<RunTarget> TargetOf(const nlohmann::json& config) {
   const auto t = config.find("target");
@@ -128,9 +140,7 @@ Status Execution::PruneRunning(double now) {
     if (a.live.prune_sent > 0 || a.saw_end) continue;
     std::optional<std::string> why = WhyPrune(a.index);
     if (!why) continue;
-    std::ofstream stop(protocol::StopPath(a.dir));
-    stop << nlohmann::json{{"reason", "pruned"}, {"message", *why}}.dump() << "\n";
-    stop.close();
+    WriteStopFile(a.dir, "pruned", *why);
     a.live.prune_sent = now;
     a.prune_reason = *why;
     BATCHLAB_RETURN_IF_ERROR(store_.RecordEvent(plan_.runs[a.index].id, "prune", *why));
@@ -162,9 +172,7 @@ Status Execution::StallIfHopeless(InFlight& a, double now) {
       "stalled: its last {} evaluations of {} were at the chance level ({}) or worse (the "
       "spec's stall rule)",
       rule.evals, target->metric, rule.chance);
-  std::ofstream stop(protocol::StopPath(a.dir));
-  stop << nlohmann::json{{"reason", "stalled"}, {"message", why}}.dump() << "\n";
-  stop.close();
+  WriteStopFile(a.dir, "stalled", why);
   a.live.prune_sent = now;
   a.prune_reason = why;
   a.stalled = true;

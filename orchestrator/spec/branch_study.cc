@@ -270,9 +270,10 @@ Status AddBranches(const BranchStudy& study, Plan* plan) {
             : std::string("allreduce");
     if (const SyncModeInfo* mode = FindSyncMode(sync); mode != nullptr && !mode->branchable) {
       return InvalidArgumentError(fmt::format(
-          "base.comm.sync: \"{}\" writes no checkpoints, so no branch can start from it; use "
-          "\"allreduce\" for a branch study",
-          sync));
+          "base.comm.sync: \"{}\" checkpoints do not restore the run exactly (its parameter "
+          "server's asynchronous arrivals are not reproducible), so no branch can start from the "
+          "trunk; use {} for a branch study",
+          sync, SyncModeNamesWith(&SyncModeInfo::branchable, "or", true)));
     }
     const long long b0 = tc["batch_size"].get<long long>();
     // The trunk's steps from its budget in steps or samples (base/run_values.h's LengthOf).

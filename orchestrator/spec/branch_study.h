@@ -59,7 +59,8 @@ Status ParseBranchStudy(const nlohmann::ordered_json& o, BranchStudy* out);
 // into each trunk's checkpoint.at_steps. Errors name the spec field: a point at or after the
 // trunk's last step, a multiplier whose batch is not a whole number or not divisible by
 // world_size x accumulation, a Δ that is not a whole number of steps of every branch batch, a
-// trunk that cannot checkpoint (its program, its sync mode) or whose LR is not constant there.
+// trunk whose checkpoints do not restore it exactly (its sync mode) or whose LR is not constant
+// there.
 Status AddBranches(const BranchStudy& study, Plan* plan);
 
 // The trunk steps of the branch points of a trunk with `total_steps` steps at batch `b0`.

@@ -1,4 +1,5 @@
 #include "orchestrator/spec/program.h"
+#include "base/atomic_file.h"
 #include "base/run_protocol.h"
 
 #include <arpa/inet.h>
@@ -7,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
@@ -164,7 +164,10 @@ Status ValidateWithCommand(const std::vector<std::string>& command, const std::s
   c["attempt"] = 1;
   c["metrics_path"] = protocol::MetricsPath(dir.string());
   const std::string path = protocol::ConfigPath(dir.string());
-  std::ofstream(path) << c.dump(2) << "\n";
+  if (Status written = WriteFileAtomically(path, c.dump(2) + "\n"); !written.ok()) {
+    fs::remove_all(dir, ec);
+    return written.WithContext("validating the config with the program");
+  }
   std::vector<std::string> argv = command;
   argv.insert(argv.end(), {"--validate", "--config", path});
   std::map<std::string, std::string> command_env = env;

@@ -310,7 +310,9 @@ void CheckCombinations(const json& j, RunConfig& c) {
     }
     if (!InfoOf(c.comm.sync).branchable) {
       throw BadConfig(std::string("comm.sync: \"") + SyncModeName(c.comm.sync) +
-                      "\" has no checkpoints, so a branch cannot start from one; use " +
+                      "\" checkpoints do not restore the run exactly (its parameter server's "
+                      "asynchronous arrivals are not reproducible), so a branch cannot start "
+                      "from one; use " +
                       SyncModeNamesWith(&SyncModeInfo::branchable, "or", true));
     }
   }

@@ -11,18 +11,14 @@
 #include "analysis/sections/study.h"
 #include "analysis/data/sweep_data.h"
 #include "tests/analysis/synthetic_sweep.h"
+#include "tests/support/file_text.h"
 
 namespace batchlab::analysis {
 namespace {
 
-using testing::TempDir;
+using ::batchlab::testing::ReadFileText;
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::TempDir;
 
 // A language model's sweep (every run stored tokens_per_step): B_crit, E_min and B_simple are also
 // given in tokens (x tokens per sequence = tokens_per_step / batch_size); other sweeps say nothing.
@@ -106,12 +102,12 @@ TEST(ReportTest, WritesHtmlMarkdownAndCsvWithoutTouchingTheDatabase) {
     EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / f)) << f;
   }
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(out) / "report.html.tmp"));
-  const std::string md = Read(out + "/report.md");
+  const std::string md = ReadFileText(out + "/report.md");
   EXPECT_NE(md.find("# batchlab report: sweep synthetic (version 1)"), std::string::npos);
   EXPECT_NE(md.find("Critical batch size B_crit = " + FormatNumber(study->crit.fit.b_crit.value)),
             std::string::npos);
   EXPECT_NE(md.find("1 diverged, 1 pending, 28 target_reached"), std::string::npos);
-  const std::string html = Read(out + "/report.html");
+  const std::string html = ReadFileText(out + "/report.html");
   // Charts as Vega-Lite specs with the library inlined (tests/analysis/report_charts_test.cc and
   // the browser test check what they draw).
   EXPECT_NE(html.find("id=\"batchlab-charts\""), std::string::npos);
@@ -121,7 +117,7 @@ TEST(ReportTest, WritesHtmlMarkdownAndCsvWithoutTouchingTheDatabase) {
   EXPECT_EQ(html.find("-nan"), std::string::npos);
 
   // The CSV of the per-batch table: header + one row per batch size.
-  const std::string csv = Read(out + "/steps_to_target.csv");
+  const std::string csv = ReadFileText(out + "/steps_to_target.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 5);
   EXPECT_EQ(csv.rfind("batch_size,runs,reached,", 0), 0u);
 

@@ -10,17 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/file_text.h"
 #include "tests/support/temp_dir.h"
 
 namespace batchlab {
 namespace {
 
-std::string Read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::batchlab::testing::ReadFileText;
 
 std::set<std::string> Names(const std::string& dir) {
   std::set<std::string> names;
@@ -46,11 +42,11 @@ TEST(AtomicFileTest, EveryWayWritesTheContentAndLeavesNoTemporary) {
   testing::TempDir dir;
   const std::string path = dir.File("f");
   ASSERT_TRUE(WriteFileAtomically(path, "one").ok());
-  EXPECT_EQ(Read(path), "one");
+  EXPECT_EQ(ReadFileText(path), "one");
   ASSERT_TRUE(WriteFileAtomically(path, "two", Unique()).ok());
-  EXPECT_EQ(Read(path), "two");
+  EXPECT_EQ(ReadFileText(path), "two");
   ASSERT_TRUE(WriteFileAtomically(path, "three", Durable()).ok());
-  EXPECT_EQ(Read(path), "three");
+  EXPECT_EQ(ReadFileText(path), "three");
   const std::string big(1 << 20, 'x');
   ASSERT_TRUE(WriteFileAtomically(
                   path,
@@ -60,7 +56,7 @@ TEST(AtomicFileTest, EveryWayWritesTheContentAndLeavesNoTemporary) {
                   },
                   Durable())
                   .ok());
-  EXPECT_EQ(Read(path), big);
+  EXPECT_EQ(ReadFileText(path), big);
   EXPECT_EQ(Names(dir.path()), std::set<std::string>{"f"});
 }
 
@@ -78,7 +74,7 @@ TEST(AtomicFileTest, AFailedWriteKeepsTheOldContentAndRemovesItsTemporary) {
         how);
     EXPECT_EQ(s.code(), StatusCode::kInternal);
     EXPECT_EQ(s.message(), "the writer gave up");
-    EXPECT_EQ(Read(path), "old");
+    EXPECT_EQ(ReadFileText(path), "old");
     EXPECT_EQ(Names(dir.path()), std::set<std::string>{"f"});
   }
 }
@@ -89,8 +85,8 @@ TEST(AtomicFileTest, AUniqueTemporaryNeverTakesAnotherWritersTemporary) {
   // Another process's write in progress, through the shared name.
   std::ofstream(path + ".tmp") << "someone else's";
   ASSERT_TRUE(WriteFileAtomically(path, "mine", Unique()).ok());
-  EXPECT_EQ(Read(path), "mine");
-  EXPECT_EQ(Read(path + ".tmp"), "someone else's");
+  EXPECT_EQ(ReadFileText(path), "mine");
+  EXPECT_EQ(ReadFileText(path + ".tmp"), "someone else's");
   EXPECT_EQ(Names(dir.path()), (std::set<std::string>{"f", "f.tmp"}));
 }
 

@@ -20,9 +20,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/analysis/synthetic_sweep.h"
+#include "tests/support/file_text.h"
 
 namespace batchlab {
 namespace {
+
+using ::batchlab::testing::ReadFileText;
 
 using analysis::testing::TempDir;
 
@@ -30,13 +33,6 @@ struct Result {
   int code = -1;
   std::string out, err;
 };
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class CliBehaviourTest : public ::testing::Test {
  protected:
@@ -53,7 +49,7 @@ class CliBehaviourTest : public ::testing::Test {
     const std::string cmd =
         std::string(BATCHLAB_BINARY) + " " + args + " >'" + out + "' 2>'" + err + "'";
     const int status = std::system(cmd.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out), ReadFile(err)};
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFileText(out), ReadFileText(err)};
   }
   // The global --db after the subcommand, as users type it.
   static Result Run(const std::string& args) { return Raw(args + " --db '" + db_ + "'"); }
@@ -510,7 +506,7 @@ TEST_F(CliBehaviourTest, NoUnformattedNumberInAnyAnalyzeOutputOrTheReport) {
   for (const auto& entry : std::filesystem::directory_iterator(out)) {
     if (entry.path().extension() != ".md") continue;
     ++markdown;
-    EXPECT_EQ(UnformattedNumbers(ReadFile(entry.path().string()), true),
+    EXPECT_EQ(UnformattedNumbers(ReadFileText(entry.path().string()), true),
               std::vector<std::string>{})
         << entry.path();
   }
@@ -526,8 +522,8 @@ TEST_F(CliBehaviourTest, PlanNotesFollowThePlanOnLinesOfTheirOwn) {
   const std::string both = dir_->File("both.txt");
   const std::string cmd = std::string(BATCHLAB_BINARY) + " sweep plan '" + spec + "' >'" + both +
                           "' 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFile(both);
-  const std::string text = ReadFile(both);
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << ReadFileText(both);
+  const std::string text = ReadFileText(both);
   EXPECT_NE(text.find(" GPU(s)\nnote: the user program's configs were not validated"),
             std::string::npos)
       << text;

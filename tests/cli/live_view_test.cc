@@ -20,21 +20,17 @@
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/file_text.h"
 #include "tests/support/temp_dir.h"
 
 namespace batchlab {
 namespace {
 
+using ::batchlab::testing::ReadFileText;
+
 namespace bp = boost::process;
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class LiveViewTest : public ::testing::Test {
  protected:
@@ -54,7 +50,7 @@ class LiveViewTest : public ::testing::Test {
     bp::child c(BATCHLAB_BIN, bp::args(a), bp::std_out > out, bp::std_err > err,
                 bp::std_in < bp::null);
     c.wait();
-    return {c.exit_code(), ReadAll(out), ReadAll(err)};
+    return {c.exit_code(), ReadFileText(out), ReadFileText(err)};
   }
 
   // A sweep of two 1-rank fake runs of 4 s each (5 steps), run side by side in the background.
@@ -105,7 +101,7 @@ TEST_F(LiveViewTest, StatusShowsEachRunningRunAndWatchFollowsTheSweepToItsEnd) {
   EXPECT_GE(frames, 2u) << watch.out;
   EXPECT_NE(watch.out.rfind("2 runs: 2 completed | ETA 0:00"), std::string::npos) << watch.out;
   sweep.wait();
-  EXPECT_EQ(sweep.exit_code(), 0) << ReadAll(dir_.File("run.err"));
+  EXPECT_EQ(sweep.exit_code(), 0) << ReadFileText(dir_.File("run.err"));
 
   Result as_json = Cli({"sweep", "status", "s", "--format", "json"});
   ASSERT_EQ(as_json.exit_code, 0) << as_json.err;
@@ -118,7 +114,7 @@ TEST_F(LiveViewTest, StatusShowsEachRunningRunAndWatchFollowsTheSweepToItsEnd) {
 TEST_F(LiveViewTest, UiServesProgressJsonAndTheLivePageReadOnly) {
   bp::child sweep = StartSweep();
   sweep.wait();
-  ASSERT_EQ(sweep.exit_code(), 0) << ReadAll(dir_.File("run.err"));
+  ASSERT_EQ(sweep.exit_code(), 0) << ReadFileText(dir_.File("run.err"));
   struct stat before {};
   ASSERT_EQ(stat(Db().c_str(), &before), 0);
 
@@ -129,11 +125,11 @@ TEST_F(LiveViewTest, UiServesProgressJsonAndTheLivePageReadOnly) {
   const std::regex address(R"(http://127\.0\.0\.1:(\d+)/)");  // 127.0.0.1 unless --host says so
   for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until && port == 0;) {
     std::smatch m;
-    const std::string text = ReadAll(log);
+    const std::string text = ReadFileText(log);
     if (std::regex_search(text, m, address)) port = std::stoi(m[1]);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_NE(port, 0) << ReadAll(log) << ReadAll(dir_.File("ui.err"));
+  ASSERT_NE(port, 0) << ReadFileText(log) << ReadFileText(dir_.File("ui.err"));
 
   httplib::Client http("127.0.0.1", port);
   http.set_read_timeout(60, 0);
@@ -180,8 +176,8 @@ TEST_F(LiveViewTest, UiServesProgressJsonAndTheLivePageReadOnly) {
   ui.wait();
   EXPECT_EQ(ui.exit_code(), 130);  // 128 + SIGINT
   // Ctrl-C is how a server is stopped: no error message ("stopped by signal 2").
-  EXPECT_EQ(ReadAll(dir_.File("ui.err")).find("error"), std::string::npos)
-      << ReadAll(dir_.File("ui.err"));
+  EXPECT_EQ(ReadFileText(dir_.File("ui.err")).find("error"), std::string::npos)
+      << ReadFileText(dir_.File("ui.err"));
 }
 
 // The port of the first `batchlab ui` started with --port 0, or 0 if it printed none in 20 s.
@@ -189,7 +185,7 @@ int PortOf(const std::string& log) {
   const std::regex address(R"(http://127\.0\.0\.1:(\d+)/)");
   for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until;) {
     std::smatch m;
-    const std::string text = ReadAll(log);
+    const std::string text = ReadFileText(log);
     if (std::regex_search(text, m, address)) return std::stoi(m[1]);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -225,8 +221,8 @@ TEST_F(LiveViewTest, ShortRunsShowTheirStepLossAndEvalInTheWatch) {
   Result run = Cli({"sweep", "run", spec, "--runs-dir", dir_.File("runs"), "--runner", FAKE_RUNNER,
                     "--slots", "1"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  ASSERT_TRUE(ExitsWithin(watch, 30)) << ReadAll(out);
-  const std::string text = ReadAll(out);
+  ASSERT_TRUE(ExitsWithin(watch, 30)) << ReadFileText(out);
+  const std::string text = ReadFileText(out);
   // Each run, in some frame, at its last step of 5 with its loss and its last evaluation.
   const std::regex row(R"(\n([0-9a-f]{16}) +\w+ +5/5 +0\.20* +test_accuracy=0\.5 test_loss=2\.3 @5 )");
   std::set<std::string> shown;
@@ -240,12 +236,12 @@ TEST_F(LiveViewTest, ShortRunsShowTheirStepLossAndEvalInTheWatch) {
 TEST_F(LiveViewTest, UiOnAPortInUseExits2NamingThePort) {
   bp::child sweep = StartSweep();
   sweep.wait();
-  ASSERT_EQ(sweep.exit_code(), 0) << ReadAll(dir_.File("run.err"));
+  ASSERT_EQ(sweep.exit_code(), 0) << ReadFileText(dir_.File("run.err"));
   bp::child first(BATCHLAB_BIN, bp::args({"--db", Db(), "ui", "--port", "0"}),
                   bp::std_out > dir_.File("ui1.log"), bp::std_err > dir_.File("ui1.err"),
                   bp::std_in < bp::null);
   const int port = PortOf(dir_.File("ui1.log"));
-  ASSERT_NE(port, 0) << ReadAll(dir_.File("ui1.err"));
+  ASSERT_NE(port, 0) << ReadFileText(dir_.File("ui1.err"));
   // A second server on the same port used to start too (SO_REUSEPORT) and take half the
   // requests, for another database.
   bp::child second(BATCHLAB_BIN, bp::args({"--db", Db(), "ui", "--port", std::to_string(port)}),
@@ -255,7 +251,7 @@ TEST_F(LiveViewTest, UiOnAPortInUseExits2NamingThePort) {
   EXPECT_TRUE(exited) << "a second `batchlab ui` listens on port " << port;
   if (exited) {
     EXPECT_EQ(second.exit_code(), 2);
-    const std::string err = ReadAll(dir_.File("ui2.err"));
+    const std::string err = ReadFileText(dir_.File("ui2.err"));
     EXPECT_NE(err.find(fmt::format("--port {}", port)), std::string::npos) << err;
     EXPECT_NE(err.find("in use"), std::string::npos) << err;
   }
@@ -269,12 +265,12 @@ TEST_F(LiveViewTest, WatchWaitsForTheSweepToStartAndCtrlCEndsItQuietly) {
   bp::child watch(BATCHLAB_BIN, bp::args({"--db", Db(), "sweep", "status", "s", "--watch", "0.3"}),
                   bp::std_out > out, bp::std_err > err, bp::std_in < bp::null);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  ASSERT_TRUE(watch.running()) << ReadAll(err);
-  EXPECT_NE(ReadAll(err).find("waiting for sweep s to start"), std::string::npos) << ReadAll(err);
+  ASSERT_TRUE(watch.running()) << ReadFileText(err);
+  EXPECT_NE(ReadFileText(err).find("waiting for sweep s to start"), std::string::npos) << ReadFileText(err);
   bp::child sweep = StartSweep();
-  ASSERT_TRUE(ExitsWithin(watch, 60)) << ReadAll(out);
-  EXPECT_EQ(watch.exit_code(), 0) << ReadAll(err);
-  EXPECT_NE(ReadAll(out).rfind("2 runs: 2 completed | ETA 0:00"), std::string::npos) << ReadAll(out);
+  ASSERT_TRUE(ExitsWithin(watch, 60)) << ReadFileText(out);
+  EXPECT_EQ(watch.exit_code(), 0) << ReadFileText(err);
+  EXPECT_NE(ReadFileText(out).rfind("2 runs: 2 completed | ETA 0:00"), std::string::npos) << ReadFileText(out);
   sweep.wait();
 
   // Ctrl-C while watching: 130, and no error message.
@@ -285,7 +281,7 @@ TEST_F(LiveViewTest, WatchWaitsForTheSweepToStartAndCtrlCEndsItQuietly) {
   ::kill(waiting.id(), SIGINT);
   ASSERT_TRUE(ExitsWithin(waiting, 10));
   EXPECT_EQ(waiting.exit_code(), 130);
-  EXPECT_EQ(ReadAll(err).find("error"), std::string::npos) << ReadAll(err);
+  EXPECT_EQ(ReadFileText(err).find("error"), std::string::npos) << ReadFileText(err);
 }
 
 TEST_F(LiveViewTest, AStartRefusedByTheDatabaseCreatesNoRunsFolder) {

@@ -11,8 +11,12 @@
 
 #include "fuzz/fuzz_inputs.h"
 
+#include "tests/support/file_text.h"
+
 namespace batchlab::fuzz {
 namespace {
+
+using ::batchlab::testing::ReadFileText;
 
 namespace fs = std::filesystem;
 
@@ -25,13 +29,6 @@ std::vector<fs::path> FilesIn(const std::string& dir) {
   return out;
 }
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST(FuzzReplayTest, SpecInputs) {
   size_t n = 0;
   for (const std::string& dir :
@@ -39,7 +36,7 @@ TEST(FuzzReplayTest, SpecInputs) {
         std::string(HOSTILE_DIR), std::string(SWEEPS_DIR)}) {
     for (const fs::path& p : FilesIn(dir)) {
       if (p.extension() == ".tsv") continue;
-      EXPECT_EQ(FuzzSpecText(ReadAll(p)), "") << p;
+      EXPECT_EQ(FuzzSpecText(ReadFileText(p)), "") << p;
       ++n;
     }
   }
@@ -51,7 +48,7 @@ TEST(FuzzReplayTest, MetricsLineInputs) {
   for (const std::string& dir : {std::string(FUZZ_DIR) + "/corpus/metrics_line",
                                  std::string(FUZZ_DIR) + "/regressions/metrics_line"}) {
     for (const fs::path& p : FilesIn(dir)) {
-      EXPECT_EQ(FuzzMetricsLine(ReadAll(p)), "") << p;
+      EXPECT_EQ(FuzzMetricsLine(ReadFileText(p)), "") << p;
       ++n;
     }
   }

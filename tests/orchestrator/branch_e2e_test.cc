@@ -20,18 +20,14 @@
 #include "results/database.h"
 #include "results/schema.h"
 #include "tests/orchestrator/temp_dir.h"
+#include "tests/support/file_text.h"
 
 namespace batchlab::orchestrator {
 namespace {
 
-namespace bp = boost::process;
+using ::batchlab::testing::ReadFileText;
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+namespace bp = boost::process;
 
 // A trunk at B0 = 16 on 1,024 Fashion-MNIST rows (12 steps, evaluations every 4) with the given
 // "branch" object, run by `batchlab sweep run` on `slots` slots; returns its exit code and stderr.
@@ -54,7 +50,7 @@ SweepRun RunBranchStudy(const testing::TempDir& dir, const std::string& name,
                         dir.path() + "/runs", "--runner", RUNNER, "--slots", slots}),
               bp::std_out > bp::null, bp::std_err > (dir.path() + "/err.txt"));
   c.wait();
-  return {c.exit_code(), Slurp(dir.path() + "/err.txt")};
+  return {c.exit_code(), ReadFileText(dir.path() + "/err.txt")};
 }
 
 TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
@@ -121,7 +117,7 @@ TEST(BranchE2eTest, TrunkThenBranchesThenTheAnalysis) {
     std::stringstream text;
     text << out.rdbuf();
     a.wait();
-    EXPECT_EQ(a.exit_code(), 0) << Slurp(dir.path() + "/err2.txt");
+    EXPECT_EQ(a.exit_code(), 0) << ReadFileText(dir.path() + "/err2.txt");
     return nlohmann::json::parse(text.str(), nullptr, false);
   };
   // The analysis takes the spec's branch.tolerance (which its pruning used) unless told otherwise.

@@ -32,9 +32,12 @@
 #include "results/schema.h"
 #include "tests/orchestrator/process_checks.h"
 #include "tests/orchestrator/temp_dir.h"
+#include "tests/support/file_text.h"
 
 namespace batchlab::orchestrator {
 namespace {
+
+using ::batchlab::testing::ReadFileText;
 
 namespace bp = boost::process;
 namespace fs = std::filesystem;
@@ -47,11 +50,6 @@ struct CliResult {
   int exit_code = -1;
   std::string err;
 };
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // A tmpfs of `size` at `path` (root only), unmounted at the end.
 class SmallDisk {
@@ -117,7 +115,7 @@ class FaultTest : public ::testing::Test {
     bp::child c(BATCHLAB_BIN, bp::args(args), bp::std_out > bp::null, bp::std_err > err,
                 bp::std_in < bp::null);
     c.wait();
-    return {c.exit_code(), ReadAll(err)};
+    return {c.exit_code(), ReadFileText(err)};
   }
 
   int64_t Query(const std::string& sql) {
@@ -133,7 +131,7 @@ class FaultTest : public ::testing::Test {
   int Orphans() {
     std::vector<pid_t> live;
     for (pid_t p : PidsIn(pids_)) {
-      if (Alive(p) && ReadAll(fmt::format("/proc/{}/cmdline", p)).find("fake_runner") !=
+      if (Alive(p) && ReadFileText(fmt::format("/proc/{}/cmdline", p)).find("fake_runner") !=
                           std::string::npos) {
         live.push_back(p);
       }
@@ -145,7 +143,7 @@ class FaultTest : public ::testing::Test {
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
       const pid_t pid = std::stoi(name);
       if (pid == getpid() || !Alive(pid)) continue;
-      if (ReadAll(it->path().string() + "/environ").find(tag) != std::string::npos &&
+      if (ReadFileText(it->path().string() + "/environ").find(tag) != std::string::npos &&
           std::find(live.begin(), live.end(), pid) == live.end()) {
         live.push_back(pid);
       }
@@ -221,7 +219,7 @@ TEST_F(FaultTest, RankKillLeavesNoRankBehind) {
   ASSERT_EQ(rank1.size(), 1u);
   kill(rank1[0], SIGKILL);
   c.wait();
-  EXPECT_EQ(c.exit_code(), 0) << ReadAll(dir_.File("err.txt"));
+  EXPECT_EQ(c.exit_code(), 0) << ReadFileText(dir_.File("err.txt"));
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE world_size = 2 AND state = 'completed' AND "
                   "attempt = 2"),
             1);
@@ -330,7 +328,7 @@ TEST_F(FaultTest, MisbehavingRunnerLosesNothingAndHidesNothing) {
                          Db()}),
                bp::std_out > dir_.File("py.txt"), bp::std_err > dir_.File("py-err.txt"));
   py.wait();
-  EXPECT_EQ(py.exit_code(), 0) << ReadAll(dir_.File("py-err.txt"));
+  EXPECT_EQ(py.exit_code(), 0) << ReadFileText(dir_.File("py-err.txt"));
   EXPECT_TRUE(NoOrphansSoon());
   Summary(fmt::format("misbehaving runner: kept its end line's outcome; events: {} "
                       "corrupt, {} seq, {} non-finite, {} too long; {} orphans",
@@ -350,7 +348,7 @@ TEST_F(FaultTest, TwoOrchestratorsOnOneDatabase) {
   EXPECT_NE(second.err.find("another batchlab is writing the database"), std::string::npos)
       << second.err;
   first.wait();
-  EXPECT_EQ(first.exit_code(), 0) << ReadAll(dir_.File("first.txt"));
+  EXPECT_EQ(first.exit_code(), 0) << ReadFileText(dir_.File("first.txt"));
   EXPECT_EQ(Query("SELECT max(attempt) FROM runs"), 1);  // nothing ran twice
   EXPECT_EQ(Query("SELECT count(*) FROM events WHERE from_state = 'running' AND "
                   "to_state = 'running'"),
@@ -368,7 +366,7 @@ TEST_F(FaultTest, ReusedRunsFolderNeverTouchesAnotherDatabasesFolders) {
   auto snapshot = [&] {
     std::map<std::string, std::string> files;
     for (const auto& e : fs::recursive_directory_iterator(Runs())) {
-      if (e.is_regular_file()) files[e.path().string()] = ReadAll(e.path().string());
+      if (e.is_regular_file()) files[e.path().string()] = ReadFileText(e.path().string());
     }
     return files;
   };

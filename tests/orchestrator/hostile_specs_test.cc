@@ -18,9 +18,12 @@
 #include <boost/filesystem.hpp>
 #include <boost/process.hpp>
 
+#include "tests/support/file_text.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
+
+using ::batchlab::testing::ReadFileText;
 
 namespace bp = boost::process;
 namespace fs = boost::filesystem;
@@ -48,13 +51,6 @@ std::vector<Entry> ReadManifest() {
   return out;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 class HostileSpecsTest : public ::testing::Test {
  protected:
   struct Result {
@@ -72,7 +68,7 @@ class HostileSpecsTest : public ::testing::Test {
     bp::child c(BATCHLAB_BIN, bp::args(all), env, bp::std_out > bp::null, bp::std_err > err_path,
                 bp::std_in < bp::null);
     c.wait();
-    return {c.exit_code(), ReadAll(err_path)};
+    return {c.exit_code(), ReadFileText(err_path)};
   }
 
   std::string Db() const { return dir_.File("batchlab.db"); }
@@ -98,7 +94,7 @@ TEST_F(HostileSpecsTest, EverySpecExits2NamingThePathLaunchingNothingAndLeavingT
   ASSERT_EQ(first.exit_code, 0) << first.err;
   fs::remove_all(Pids());
   fs::create_directories(Pids());
-  const std::string before = ReadAll(Db());
+  const std::string before = ReadFileText(Db());
   struct stat st_before {};
   ASSERT_EQ(stat(Db().c_str(), &st_before), 0);
 
@@ -143,7 +139,7 @@ TEST_F(HostileSpecsTest, EverySpecExits2NamingThePathLaunchingNothingAndLeavingT
   }
   struct stat st_after {};
   ASSERT_EQ(stat(Db().c_str(), &st_after), 0);
-  EXPECT_EQ(ReadAll(Db()), before);
+  EXPECT_EQ(ReadFileText(Db()), before);
   EXPECT_EQ(st_after.st_mtim.tv_sec, st_before.st_mtim.tv_sec);
   EXPECT_EQ(st_after.st_mtim.tv_nsec, st_before.st_mtim.tv_nsec);
   EXPECT_FALSE(fs::exists(Db() + "-wal") && fs::file_size(Db() + "-wal") > 0);

@@ -18,9 +18,12 @@
 #include "results/database.h"
 #include "results/schema.h"
 #include "tests/orchestrator/temp_dir.h"
+#include "tests/support/file_text.h"
 
 namespace batchlab::orchestrator {
 namespace {
+
+using ::batchlab::testing::ReadFileText;
 
 namespace bp = boost::process;
 namespace fs = boost::filesystem;
@@ -66,18 +69,11 @@ class UserProgramTest : public ::testing::Test {
     bp::child c(BATCHLAB_BIN, bp::args(a), bp::std_out > out, bp::std_err > err,
                 bp::std_in < bp::null);
     c.wait();
-    return {c.exit_code(), Slurp(out), Slurp(err)};
+    return {c.exit_code(), ReadFileText(out), ReadFileText(err)};
   }
 
   CliResult Run(const std::string& spec, int slots = 2) {
     return Cli({"sweep", "run", spec, "--runs-dir", Runs(), "--slots", std::to_string(slots)});
-  }
-
-  static std::string Slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
   }
 
   int64_t Query(const std::string& sql) {
@@ -95,7 +91,7 @@ class UserProgramTest : public ::testing::Test {
     for (fs::recursive_directory_iterator it(Runs() + "/" + sweep), end; it != end; ++it) {
       const std::string name = it->path().filename().string();
       if (name.rfind("rank", 0) == 0 && it->path().extension() == ".json") {
-        out.push_back(json::parse(Slurp(it->path().string())));
+        out.push_back(json::parse(ReadFileText(it->path().string())));
         out.back()["dir"] = it->path().parent_path().string();
       }
     }
@@ -143,7 +139,7 @@ TEST_F(UserProgramTest, TorchrunLaunchSpawnsTheRanksWithoutMpirun) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE state = 'completed' AND steps = 3"), 1);
   ExpectRanksGotTheirEnvironment("tr", 4);
-  auto launch = json::parse(Slurp(RankRecords("tr")[0]["dir"].get<std::string>() + "/launch.json"));
+  auto launch = json::parse(ReadFileText(RankRecords("tr")[0]["dir"].get<std::string>() + "/launch.json"));
   EXPECT_EQ(launch["argv"][0], "--spawn");  // batchlab-rank --spawn 4 (argv after the executable)
   EXPECT_EQ(launch["argv"][1], "4");
 }

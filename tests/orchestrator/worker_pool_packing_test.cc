@@ -16,17 +16,14 @@
 
 #include "orchestrator/launch/worker_pool.h"
 #include "tests/orchestrator/temp_dir.h"
+#include "tests/support/file_text.h"
 
 namespace batchlab::orchestrator {
 namespace {
 
-namespace fs = std::filesystem;
+using ::batchlab::testing::ReadFileText;
 
-std::string ReadAll(const std::string& path) {
-  std::stringstream s;
-  s << std::ifstream(path).rdbuf();
-  return s.str();
-}
+namespace fs = std::filesystem;
 
 // Stands in for the Slurm launcher: each Start is a job numbered from 1 whose state the test
 // sets; Terminate and Kill end it as scancel does (a signal, no exit code).
@@ -109,7 +106,7 @@ class PackingTest : public ::testing::Test {
 
   // The worker folder and job number the pool handed `r` to (from its launch.json).
   nlohmann::json Launch(const LaunchRequest& r) {
-    return nlohmann::json::parse(ReadAll(r.attempt_dir + "/launch.json"));
+    return nlohmann::json::parse(ReadFileText(r.attempt_dir + "/launch.json"));
   }
 
   // Plays the worker: says ready and reports the run handed to it done with `code`.
@@ -286,7 +283,7 @@ TEST_F(PackingTest, AWorkerEndingMidRunLeavesItsLogInTheAttempt) {
   EXPECT_TRUE(st.done);
   EXPECT_EQ(st.signal, 15);
   EXPECT_EQ(st.detail, "TIMEOUT");
-  EXPECT_NE(ReadAll(r.attempt_dir + "/stderr.log").find("DUE TO TIME LIMIT"), std::string::npos);
+  EXPECT_NE(ReadFileText(r.attempt_dir + "/stderr.log").find("DUE TO TIME LIMIT"), std::string::npos);
   // The pool removes its folders when it ends; the attempt keeps the log.
   pool_.reset();
   EXPECT_FALSE(fs::exists(wdir));

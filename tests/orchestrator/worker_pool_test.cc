@@ -17,19 +17,16 @@
 #include "results/database.h"
 #include "results/schema.h"
 #include "tests/orchestrator/temp_dir.h"
+#include "tests/support/file_text.h"
 #include "tests/support/stored_losses.h"
 
 namespace batchlab::orchestrator {
 namespace {
 
+using ::batchlab::testing::ReadFileText;
+
 namespace bp = boost::process;
 namespace fs = std::filesystem;
-
-std::string ReadAll(const std::string& path) {
-  std::stringstream s;
-  s << std::ifstream(path).rdbuf();
-  return s.str();
-}
 
 bp::child StartSweep(const testing::TempDir& dir, const std::string& spec, const std::string& name,
                      const std::string& workers, int slots) {
@@ -45,7 +42,7 @@ std::vector<std::string> WorkerDirs(const std::string& runs) {
   std::vector<std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(runs)) {
     if (e.path().filename() != "launch.json") continue;
-    auto j = nlohmann::json::parse(ReadAll(e.path().string()), nullptr, false);
+    auto j = nlohmann::json::parse(ReadFileText(e.path().string()), nullptr, false);
     out.push_back(j.is_object() ? j.value("worker_dir", std::string()) : std::string());
   }
   return out;
@@ -62,7 +59,7 @@ TEST(WorkerPoolTest, WarmSweepRecordsTheSameLossesAsAColdOneThroughOneWorker) {
   for (const char* workers : {"fresh", "reuse"}) {
     bp::child c = StartSweep(dir, spec, workers, workers, 1);
     c.wait();
-    ASSERT_EQ(c.exit_code(), 0) << ReadAll(dir.File(std::string(workers) + ".err"));
+    ASSERT_EQ(c.exit_code(), 0) << ReadFileText(dir.File(std::string(workers) + ".err"));
   }
   const auto cold = ::batchlab::testing::StoredLosses(dir.File("fresh.db")),
              warm = ::batchlab::testing::StoredLosses(dir.File("reuse.db"));
@@ -93,21 +90,21 @@ TEST(WorkerPoolTest, KilledWorkerIsReplacedAndItsRunRetried) {
     if (!fs::exists(dir.File("runs-kill"))) continue;
     for (const auto& e : fs::recursive_directory_iterator(dir.File("runs-kill"))) {
       if (e.path().filename() != "metrics.jsonl") continue;
-      const std::string lines = ReadAll(e.path().string());
+      const std::string lines = ReadFileText(e.path().string());
       const std::string launch = (e.path().parent_path() / "launch.json").string();
       if (lines.find("\"kind\":\"step\"") == std::string::npos ||
           lines.find("\"kind\":\"end\"") != std::string::npos || !fs::exists(launch)) {
         continue;
       }
-      auto j = nlohmann::json::parse(ReadAll(launch), nullptr, false);
+      auto j = nlohmann::json::parse(ReadFileText(launch), nullptr, false);
       if (j.is_object()) worker = j.value("worker_dir", std::string());
     }
   }
-  ASSERT_FALSE(worker.empty()) << ReadAll(dir.File("kill.err"));
-  const pid_t rank = std::stoi(ReadAll(worker + "/ready.rank0"));
+  ASSERT_FALSE(worker.empty()) << ReadFileText(dir.File("kill.err"));
+  const pid_t rank = std::stoi(ReadFileText(worker + "/ready.rank0"));
   ASSERT_EQ(::kill(rank, SIGKILL), 0);
   c.wait();
-  EXPECT_EQ(c.exit_code(), 0) << ReadAll(dir.File("kill.err"));
+  EXPECT_EQ(c.exit_code(), 0) << ReadFileText(dir.File("kill.err"));
   auto rdb = results::OpenReadOnly(dir.File("kill.db"));
   ASSERT_TRUE(rdb.ok());
   EXPECT_EQ(*(*rdb)->QueryInt("SELECT count(*) FROM runs WHERE state = 'completed'"), 2);

@@ -25,7 +25,7 @@ namespace batchlab::results {
 namespace {
 
 using testing::TempDir;
-using testing::WriteFile;
+using testing::WriteFileText;
 
 std::string StepLine(int seq, int step, double loss) {
   return fmt::format(
@@ -71,7 +71,7 @@ class IngestTest : public ::testing::Test {
 };
 
 TEST_F(IngestTest, RereadingAFileAddsNothing) {
-  WriteFile(metrics_, "{\"seq\":0,\"kind\":\"start\",\"host\":\"node7\"}\n" + StepLine(1, 1, 2.3) +
+  WriteFileText(metrics_, "{\"seq\":0,\"kind\":\"start\",\"host\":\"node7\"}\n" + StepLine(1, 1, 2.3) +
                           StepLine(2, 2, 2.1) +
                           "{\"seq\":3,\"kind\":\"eval\",\"step\":2,\"test_accuracy\":0.5}\n");
   IngestStats first = Ingest();
@@ -89,7 +89,7 @@ TEST_F(IngestTest, RereadingAFileAddsNothing) {
 }
 
 TEST_F(IngestTest, LostCursorStillStoresEachSeqOnce) {
-  WriteFile(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9));
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9));
   Ingest();
   {  // Forget the cursor, as after a migration from a schema without cursors.
     auto db = Database::Open(db_path_, Database::Mode::kReadWrite);
@@ -104,12 +104,12 @@ TEST_F(IngestTest, LostCursorStillStoresEachSeqOnce) {
 
 TEST_F(IngestTest, TruncatedLastLineIsRetriedLater) {
   const std::string second = StepLine(1, 2, 1.9);
-  WriteFile(metrics_, StepLine(0, 1, 2.0) + second.substr(0, 20));
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) + second.substr(0, 20));
   IngestStats first = Ingest();
   EXPECT_EQ(first.lines_read, 1);
   EXPECT_EQ(first.corrupt_lines, 0);
   EXPECT_EQ(Count("SELECT count(*) FROM metrics"), 3);
-  WriteFile(metrics_, second.substr(20), /*append=*/true);
+  WriteFileText(metrics_, second.substr(20), /*append=*/true);
   IngestStats rest = Ingest();
   EXPECT_EQ(rest.lines_read, 1);
   EXPECT_EQ(rest.lines_stored, 1);
@@ -118,7 +118,7 @@ TEST_F(IngestTest, TruncatedLastLineIsRetriedLater) {
 }
 
 TEST_F(IngestTest, CorruptLineBecomesOneEventAndIsSkipped) {
-  WriteFile(metrics_, StepLine(0, 1, 2.0) + "{\"seq\":1,\"kind\":\"st\x01ep, garbage\n" +
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) + "{\"seq\":1,\"kind\":\"st\x01ep, garbage\n" +
                           "[1,2,3]\n" + StepLine(2, 2, 1.8));
   IngestStats first = Ingest();
   EXPECT_EQ(first.corrupt_lines, 2);
@@ -132,12 +132,12 @@ TEST_F(IngestTest, CorruptLineBecomesOneEventAndIsSkipped) {
 }
 
 TEST_F(IngestTest, AttemptsAreKeptApartAndViewsShowTheCurrentOne) {
-  WriteFile(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9));
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9));
   Ingest(1);
   ASSERT_TRUE(store_->Transition("run1", RunState::kFailed, {1, "killed"}).ok());
   ASSERT_TRUE(store_->Transition("run1", RunState::kRunning, {}).ok());
   const std::string second = dir_.File("attempt2.jsonl");
-  WriteFile(second, StepLine(0, 1, 2.2));
+  WriteFileText(second, StepLine(0, 1, 2.2));
   auto stats = store_->IngestMetrics("run1", 2, second);
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->values_stored, 3);  // same seq as attempt 1, still stored: other attempt
@@ -147,7 +147,7 @@ TEST_F(IngestTest, AttemptsAreKeptApartAndViewsShowTheCurrentOne) {
 }
 
 TEST_F(IngestTest, EndLineFillsTheRunSummary) {
-  WriteFile(metrics_,
+  WriteFileText(metrics_,
             StepLine(0, 1, 2.0) +
                 "{\"seq\":1,\"kind\":\"end\",\"outcome\":\"target_reached\",\"steps\":40,"
                 "\"samples\":2560,\"seconds\":3.5,\"target_step\":40,\"target_samples\":2560,"
@@ -166,7 +166,7 @@ TEST_F(IngestTest, EndLineFillsTheRunSummary) {
 }
 
 TEST_F(IngestTest, StartLineFactsAreStoredWithTheRun) {
-  WriteFile(metrics_,
+  WriteFileText(metrics_,
             "{\"seq\":0,\"kind\":\"start\",\"parameters\":101770,\"tokens_per_step\":"
             "8192,\"flops_per_step\":4.5e12,\"host\":\"n1\"}\n" +
                 StepLine(1, 1, 2.0));
@@ -180,7 +180,7 @@ TEST_F(IngestTest, StartLineFactsAreStoredWithTheRun) {
   ASSERT_TRUE(store_->Transition("run1", RunState::kFailed, {1, "killed"}).ok());
   ASSERT_TRUE(store_->Transition("run1", RunState::kRunning, {}).ok());
   const std::string second = dir_.File("attempt2.jsonl");
-  WriteFile(second,
+  WriteFileText(second,
             "{\"seq\":0,\"kind\":\"start\",\"parameters\":0,\"tokens_per_step\":"
             "\"many\"}\n");
   ASSERT_TRUE(store_->IngestMetrics("run1", 2, second).ok());
@@ -193,13 +193,13 @@ TEST_F(IngestTest, StartLineFactsAreStoredWithTheRun) {
 TEST_F(IngestTest, AttemptsRecordTheirRankCountAndTheCheckpointTheyResumed) {
   ASSERT_TRUE(store_->Transition("run1", RunState::kFailed, {1, "killed"}).ok());
   ASSERT_TRUE(store_->StartAttempt("run1", dir_.File("attempt-2")).ok());
-  WriteFile(metrics_, "{\"seq\":0,\"kind\":\"start\",\"world_size\":3}\n" +
+  WriteFileText(metrics_, "{\"seq\":0,\"kind\":\"start\",\"world_size\":3}\n" +
                           StepLine(1, 1, 2.0) + StepLine(2, 2, 1.9));
   ASSERT_TRUE(store_->IngestMetrics("run1", 2, metrics_).ok());
   ASSERT_TRUE(store_->Transition("run1", RunState::kFailed, {1, "host lost"}).ok());
   ASSERT_TRUE(store_->StartAttempt("run1", dir_.File("attempt-3")).ok());
   const std::string third = dir_.File("attempt3.jsonl");
-  WriteFile(third,
+  WriteFileText(third,
             "{\"seq\":2,\"kind\":\"resume\",\"step\":1,\"from_attempt\":2,\"file\":\"c\","
             "\"rejected\":[],\"from_world_size\":3}\n"
             "{\"seq\":3,\"kind\":\"start\",\"world_size\":2}\n" +
@@ -214,7 +214,7 @@ TEST_F(IngestTest, AttemptsRecordTheirRankCountAndTheCheckpointTheyResumed) {
 }
 
 TEST_F(IngestTest, StartLineWithoutFactsLeavesThemUnknown) {
-  WriteFile(metrics_, "{\"seq\":0,\"kind\":\"start\",\"parameters\":-3}\n");
+  WriteFileText(metrics_, "{\"seq\":0,\"kind\":\"start\",\"parameters\":-3}\n");
   Ingest();
   EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE parameters IS NULL AND tokens_per_step IS "
                   "NULL AND flops_per_step IS NULL"),
@@ -224,9 +224,9 @@ TEST_F(IngestTest, StartLineWithoutFactsLeavesThemUnknown) {
 TEST_F(IngestTest, MissingFileHoldsNothingYetAndReplacedFileIsReread) {
   IngestStats none = Ingest();
   EXPECT_EQ(none.lines_read, 0);
-  WriteFile(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9) + StepLine(2, 3, 1.8));
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) + StepLine(1, 2, 1.9) + StepLine(2, 3, 1.8));
   Ingest();
-  WriteFile(metrics_, StepLine(0, 1, 2.0));  // rewritten, shorter
+  WriteFileText(metrics_, StepLine(0, 1, 2.0));  // rewritten, shorter
   IngestStats after = Ingest();
   EXPECT_EQ(after.values_stored, 0);
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'metrics_file_rewound'"), 1);
@@ -244,7 +244,7 @@ std::string EndLine(int seq, const std::string& outcome = "completed") {
 TEST_F(IngestTest, SeqJumpingAheadThenLowerKeepsEveryLineAndTheEndLine) {
   // seq 1000 out of nowhere, then the writer goes on from 3: before the fix lines 3.. and the end
   // line were dropped silently and the run showed no outcome.
-  WriteFile(metrics_, StepLine(1, 1, 2.0) + StepLine(2, 2, 1.9) + StepLine(1000, 3, 1.8) +
+  WriteFileText(metrics_, StepLine(1, 1, 2.0) + StepLine(2, 2, 1.9) + StepLine(1000, 3, 1.8) +
                           StepLine(3, 4, 1.7) + StepLine(4, 5, 1.6) + EndLine(5));
   IngestStats s = Ingest();
   EXPECT_EQ(s.lines_stored, 6);
@@ -258,7 +258,7 @@ TEST_F(IngestTest, SeqJumpingAheadThenLowerKeepsEveryLineAndTheEndLine) {
 }
 
 TEST_F(IngestTest, SeqGoingBackwardsAndEndLineWithLowSeqAreEventsNotDrops) {
-  WriteFile(metrics_, StepLine(5, 1, 2.0) + StepLine(6, 2, 1.9) + StepLine(6, 3, 1.8) +
+  WriteFileText(metrics_, StepLine(5, 1, 2.0) + StepLine(6, 2, 1.9) + StepLine(6, 3, 1.8) +
                           StepLine(2, 4, 1.7) + EndLine(1, "target_reached"));
   IngestStats s = Ingest();
   EXPECT_EQ(s.end_outcome, "target_reached");
@@ -278,7 +278,7 @@ TEST_F(IngestTest, BinaryGarbageIsStoredAsValidUtf8) {
       "\xff\xfe\x00\x01"
       "binary\xc3\x28 \xed\xa0\x80 ok\n",
       20);
-  WriteFile(metrics_, StepLine(0, 1, 2.0) + garbage + EndLine(1));
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) + garbage + EndLine(1));
   IngestStats s = Ingest();
   EXPECT_EQ(s.corrupt_lines, 1);
   EXPECT_TRUE(s.saw_end);
@@ -300,7 +300,7 @@ TEST_F(IngestTest, BinaryGarbageIsStoredAsValidUtf8) {
 }
 
 TEST_F(IngestTest, NonFiniteValuesAreStoredAndRecorded) {
-  WriteFile(metrics_, StepLine(0, 1, 2.0) +
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) +
                           "{\"seq\":1,\"kind\":\"step\",\"step\":2,\"loss\":NaN,\"lr\":0.1}\n" +
                           "{\"seq\":2,\"kind\":\"step\",\"step\":3,\"loss\":-Infinity}\n" +
                           "{\"seq\":3,\"kind\":\"step\",\"step\":4,\"loss\":1e999}\n" +
@@ -325,7 +325,7 @@ TEST_F(IngestTest, NonFiniteValuesAreStoredAndRecorded) {
 TEST_F(IngestTest, HugeLineIsSkippedWithoutHidingTheEndLine) {
   const std::string huge = "{\"seq\":1,\"kind\":\"step\",\"note\":\"" +
                            std::string(3 * MetricsIngester::kMaxLineBytes, 'x') + "\"}\n";
-  WriteFile(metrics_, StepLine(0, 1, 2.0) + huge + StepLine(2, 2, 1.9) + EndLine(3));
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) + huge + StepLine(2, 2, 1.9) + EndLine(3));
   IngestStats s = Ingest();
   EXPECT_TRUE(s.saw_end);
   EXPECT_EQ(s.lines_read, 4);
@@ -337,14 +337,14 @@ TEST_F(IngestTest, HugeLineIsSkippedWithoutHidingTheEndLine) {
 }
 
 TEST_F(IngestTest, FinalPassConsumesATruncatedLastLine) {
-  WriteFile(metrics_, StepLine(0, 1, 2.0) + "{\"seq\":1,\"kind\":\"st");
+  WriteFileText(metrics_, StepLine(0, 1, 2.0) + "{\"seq\":1,\"kind\":\"st");
   EXPECT_EQ(Ingest().anomalies, 0);  // live: it may still be being written
   auto final_pass = store_->IngestMetrics("run1", 1, metrics_, IngestPass::kFinal);
   ASSERT_TRUE(final_pass.ok()) << final_pass.status().message();
   EXPECT_EQ(final_pass->anomalies, 2);  // truncated, and then not a valid record
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'truncated_line'"), 1);
   // An end line whose newline never came is still the end line.
-  WriteFile(metrics_, EndLine(2).substr(0, EndLine(2).size() - 1), /*append=*/true);
+  WriteFileText(metrics_, EndLine(2).substr(0, EndLine(2).size() - 1), /*append=*/true);
   auto again = store_->IngestMetrics("run1", 1, metrics_, IngestPass::kFinal);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->end_outcome, "completed");
@@ -353,7 +353,7 @@ TEST_F(IngestTest, FinalPassConsumesATruncatedLastLine) {
 TEST_F(IngestTest, LinesAfterTheEndLineAreEventsAndAFloodIsOnlyCounted) {
   std::string text = EndLine(0);
   for (int i = 1; i <= 150; ++i) text += "garbage\n";
-  WriteFile(metrics_, text);
+  WriteFileText(metrics_, text);
   IngestStats s = Ingest();
   EXPECT_EQ(s.anomalies, 150);
   EXPECT_EQ(s.end_outcome, "completed");
@@ -361,7 +361,7 @@ TEST_F(IngestTest, LinesAfterTheEndLineAreEventsAndAFloodIsOnlyCounted) {
             MetricsIngester::kMaxAnomalyEvents);
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind = 'anomalies_not_listed'"), 1);
   EXPECT_EQ(Count("SELECT anomalies FROM ingest_cursors"), 150);
-  WriteFile(metrics_, StepLine(1, 2, 1.0), /*append=*/true);
+  WriteFileText(metrics_, StepLine(1, 2, 1.0), /*append=*/true);
   Ingest();
   EXPECT_EQ(Count("SELECT count(*) FROM events WHERE kind != 'transition'"),
             MetricsIngester::kMaxAnomalyEvents + 1);
@@ -404,7 +404,7 @@ TEST_F(IngestTest, RealRunnerFileIsStoredCompletely) {
 }
 
 TEST_F(IngestTest, UnknownRunIsNotFound) {
-  WriteFile(metrics_, StepLine(0, 1, 2.0));
+  WriteFileText(metrics_, StepLine(0, 1, 2.0));
   auto stats = store_->IngestMetrics("nope", 1, metrics_);
   ASSERT_FALSE(stats.ok());
   EXPECT_EQ(stats.status().code(), StatusCode::kNotFound);
@@ -416,7 +416,7 @@ TEST_F(IngestTest, ReaderDuringIngestIsNeverLocked) {
   std::string text;
   const int kLines = 6 * 4096;
   for (int i = 0; i < kLines; ++i) text += StepLine(i, i + 1, 1.0 / (i + 1));
-  WriteFile(metrics_, text);
+  WriteFileText(metrics_, text);
   std::atomic<bool> done{false};
   std::atomic<int64_t> reads{0}, failures{0};
   std::string first_failure;
@@ -453,7 +453,7 @@ TEST_F(IngestTest, ReaderProcessDuringIngestIsNeverLocked) {
   std::string text;
   const int kLines = 6 * 4096;
   for (int i = 0; i < kLines; ++i) text += StepLine(i, i + 1, 1.0 / (i + 1));
-  WriteFile(metrics_, text);
+  WriteFileText(metrics_, text);
   const std::string done = dir_.File("done"), report = dir_.File("reader-report");
   const pid_t child = fork();
   ASSERT_GE(child, 0);
@@ -462,7 +462,7 @@ TEST_F(IngestTest, ReaderProcessDuringIngestIsNeverLocked) {
     std::string first_failure;
     auto db = OpenReadOnly(db_path_);
     if (!db.ok()) {
-      WriteFile(report, db.status().message());
+      WriteFileText(report, db.status().message());
       _exit(2);
     }
     // Until the parent says the ingest is over (and at least a few reads after that).
@@ -475,17 +475,17 @@ TEST_F(IngestTest, ReaderProcessDuringIngestIsNeverLocked) {
       last = *n;
       ++reads;
     }
-    WriteFile(report, fmt::format("{} reads, {} failures, last count {}; {}", reads, failures, last,
+    WriteFileText(report, fmt::format("{} reads, {} failures, last count {}; {}", reads, failures, last,
                                   first_failure));
     _exit(failures == 0 && last == kLines ? 0 : 1);
   }
   IngestStats s = Ingest();
-  WriteFile(done, "");
+  WriteFileText(done, "");
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << testing::ReadFile(report);
-  fmt::print("reader process: {}\n", testing::ReadFile(report));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << testing::ReadFileText(report);
+  fmt::print("reader process: {}\n", testing::ReadFileText(report));
   EXPECT_EQ(s.lines_stored, kLines);
 }
 

@@ -20,9 +20,9 @@
 namespace batchlab::results {
 namespace {
 
-using testing::ReadFile;
+using testing::ReadFileText;
 using testing::TempDir;
-using testing::WriteFile;
+using testing::WriteFileText;
 
 struct Result {
   int code = -1;
@@ -57,7 +57,7 @@ class ResultsCliTest : public ::testing::Test {
         ASSERT_TRUE((*store)->AddRun(r).ok());
         ASSERT_TRUE((*store)->Transition(r.id, RunState::kRunning, {}).ok());
         const std::string metrics = dir_.File(r.id + ".jsonl");
-        WriteFile(metrics,
+        WriteFileText(metrics,
                   fmt::format("{{\"seq\":0,\"kind\":\"step\",\"step\":1,\"loss\":2.0}}\n"
                               "{{\"seq\":1,\"kind\":\"end\",\"outcome\":\"completed\",\"steps\":"
                               "{},\"seconds\":1.5,\"final_test_accuracy\":0.{}}}\n",
@@ -76,8 +76,8 @@ class ResultsCliTest : public ::testing::Test {
     const int status = std::system(cmd.c_str());
     Result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadFile(out);
-    r.err = ReadFile(err);
+    r.out = ReadFileText(out);
+    r.err = ReadFileText(err);
     return r;
   }
 
@@ -161,7 +161,7 @@ TEST_F(ResultsCliTest, BadInputExitsTwoNamingTheProblem) {
       2);
   EXPECT_EQ(Run({"results", "list"}, dir_.File("absent.db")).code, 2);
   EXPECT_FALSE(std::filesystem::exists(dir_.File("absent.db")));
-  WriteFile(dir_.File("text.db"), std::string(2048, 'z'));
+  WriteFileText(dir_.File("text.db"), std::string(2048, 'z'));
   Result text = Run({"results", "list"}, dir_.File("text.db"));
   EXPECT_EQ(text.code, 2);
   EXPECT_NE(text.err.find("not a batchlab results database"), std::string::npos) << text.err;
@@ -267,13 +267,13 @@ TEST_F(ResultsCliTest, ExportWritesRunsAndMetrics) {
   Result r = Run({"results", "export", "--sweep", "quickstart", "--what", "runs", "--format", "csv",
                   "--out", runs});
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string csv = ReadFile(runs);
+  const std::string csv = ReadFileText(runs);
   EXPECT_EQ(Lines(csv), 7);
   EXPECT_EQ(csv.rfind("sweep,sweep_version,run_id,", 0), 0u) << csv.substr(0, 80);
   Result m = Run({"results", "export", "--sweep", "quickstart", "--what", "metrics", "--format",
                   "jsonl", "--out", metrics});
   ASSERT_EQ(m.code, 0) << m.err;
-  std::istringstream lines(ReadFile(metrics));
+  std::istringstream lines(ReadFileText(metrics));
   int n = 0;
   for (std::string line; std::getline(lines, line); ++n) {
     auto j = nlohmann::json::parse(line);

@@ -16,9 +16,9 @@
 namespace batchlab::results {
 namespace {
 
-using testing::ReadFile;
+using testing::ReadFileText;
 using testing::TempDir;
-using testing::WriteFile;
+using testing::WriteFileText;
 
 // Every schema object (type, name) and every table's columns (name, declared type, notnull, pk):
 // two databases with equal fingerprints have the same schema.
@@ -108,7 +108,7 @@ TEST_P(MigrationTest, MigratesToCurrentSchemaKeepingData) {
   // The migrated store works: ingest into the old run adds to its series.
   auto store = Store::Open(path);
   ASSERT_TRUE(store.ok()) << store.status().message();
-  WriteFile(dir.File("m.jsonl"), "{\"seq\":3,\"kind\":\"step\",\"step\":3,\"loss\":1.5}\n");
+  WriteFileText(dir.File("m.jsonl"), "{\"seq\":3,\"kind\":\"step\",\"step\":3,\"loss\":1.5}\n");
   auto stats = (*store)->IngestMetrics("r1", 1, dir.File("m.jsonl"));
   ASSERT_TRUE(stats.ok()) << stats.status().message();
   EXPECT_EQ(stats->values_stored, 1);
@@ -125,13 +125,13 @@ TEST(SchemaTest, NewerSchemaIsRefusedAndLeftUnchanged) {
     ASSERT_TRUE(CreateSchema(**db, kSchemaVersion).ok());
     ASSERT_TRUE((*db)->Exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion + 1)).ok());
   }
-  const std::string before = ReadFile(path);
+  const std::string before = ReadFileText(path);
   auto store = Store::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(store.status().message().find("newer batchlab"), std::string::npos)
       << store.status().message();
-  EXPECT_EQ(ReadFile(path), before);
+  EXPECT_EQ(ReadFileText(path), before);
   EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
   auto reader = OpenReadOnly(path);
   ASSERT_FALSE(reader.ok());
@@ -141,14 +141,14 @@ TEST(SchemaTest, NewerSchemaIsRefusedAndLeftUnchanged) {
 TEST(SchemaTest, TextFileIsNotADatabase) {
   TempDir dir;
   const std::string path = dir.File("notes.db");
-  WriteFile(path, std::string(4096, 'x') + "this is not an sqlite file\n");
-  const std::string before = ReadFile(path);
+  WriteFileText(path, std::string(4096, 'x') + "this is not an sqlite file\n");
+  const std::string before = ReadFileText(path);
   auto store = Store::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(store.status().message().find("not a batchlab results database"), std::string::npos)
       << store.status().message();
-  EXPECT_EQ(ReadFile(path), before);
+  EXPECT_EQ(ReadFileText(path), before);
   auto reader = OpenReadOnly(path);
   ASSERT_FALSE(reader.ok());
   EXPECT_EQ(reader.status().code(), StatusCode::kFailedPrecondition);
@@ -161,10 +161,10 @@ TEST(SchemaTest, CorruptDatabaseGetsAClearMessage) {
     auto store = Store::Open(path);
     ASSERT_TRUE(store.ok());
   }
-  std::string bytes = ReadFile(path);
+  std::string bytes = ReadFileText(path);
   ASSERT_GT(bytes.size(), 4096u);
   for (size_t i = 100; i < 4000; ++i) bytes[i] = static_cast<char>(0xA5);  // schema page
-  WriteFile(path, bytes);
+  WriteFileText(path, bytes);
   auto store = Store::Open(path);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);

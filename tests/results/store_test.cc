@@ -171,7 +171,7 @@ TEST_F(StoreTest, BestRunPerBatchPicksFewestStepsToTarget) {
     rec.config_json = fmt::format(R"({{"batch_size":{}}})", r.batch);
     ASSERT_TRUE(store_->AddRun(rec).ok());
     ASSERT_TRUE(store_->Transition(r.id, RunState::kRunning, {}).ok());
-    testing::WriteFile(
+    testing::WriteFileText(
         dir_.File(r.id),
         fmt::format("{{\"seq\":0,\"kind\":\"end\",\"target_step\":{}}}\n", r.target_step));
     ASSERT_TRUE(store_->IngestMetrics(r.id, 1, dir_.File(r.id)).ok());

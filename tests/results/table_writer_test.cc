@@ -49,6 +49,21 @@ TEST(TableWriterTest, FixedStyleKeepsFourSignificantDigits) {
   EXPECT_EQ(big[3], "        0");
 }
 
+TEST(TableWriterTest, AColumnOfDifferencesIsFixedAtTheDecimalsOfItsLargest) {
+  // A loss gap near zero beside larger gaps of both signs: fixed at the resolution that gives
+  // the largest 4 significant digits, never e-notation ("4.789e-04" was the cell).
+  const std::vector<std::string> lines = Lines(FormatRows(
+      {"gap"}, {{"0"}, {"0.0004789"}, {"-0.04303"}, {"0.01424"}}, OutputFormat::kTable));
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[2], "       0");
+  EXPECT_EQ(lines[3], " 0.00048");
+  EXPECT_EQ(lines[4], "-0.04303");
+  EXPECT_EQ(lines[5], " 0.01424");
+  // One sign: a value that needs it still makes the column scientific.
+  EXPECT_EQ(Lines(FormatRows({"gap"}, {{"0"}, {"0.0004789"}, {"0.04303"}}, OutputFormat::kTable))[3],
+            "4.789e-04");
+}
+
 TEST(TableWriterTest, ProseNumberHasThreeDigitsAndNoExponentBetweenAThousandthAndAMillion) {
   // "1e+02% at worst" and "RMS relative residual 11.590010262562622%" were sentences.
   EXPECT_EQ(ProseNumber(100), "100");

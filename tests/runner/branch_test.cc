@@ -18,6 +18,8 @@
 #include "runner/config/runner_error.h"
 #include "runner/train/trainer.h"
 
+#include "tests/support/temp_dir.h"
+
 namespace batchlab::runner {
 namespace {
 
@@ -29,15 +31,6 @@ constexpr int64_t kAt = 4;  // the branch point (trunk step)
 
 class BranchTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("batchlab-branch-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   static json TrunkConfig(const json& patch = json::object()) {
     json j = json::parse(R"({
       "run_id": "00000000000000aa", "batch_size": 32, "seed": 5,
@@ -87,7 +80,8 @@ class BranchTest : public ::testing::Test {
     return r;
   }
 
-  fs::path root_;
+  ::batchlab::testing::TempDir temp_;  // removed with its files when the test ends
+  fs::path root_ = temp_.path();
 };
 
 TEST_F(BranchTest, AtKOneWithTheTrunksSeedItContinuesTheTrunkBitForBit) {

@@ -19,6 +19,8 @@
 #include "runner/train/preempt_signal.h"
 #include "runner/train/trainer.h"
 
+#include "tests/support/temp_dir.h"
+
 namespace batchlab::runner {
 namespace {
 
@@ -27,15 +29,6 @@ using nlohmann::json;
 
 class CheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("batchlab-ckpt-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   // A small MLP run on real Fashion-MNIST, checkpointing every step (every file kept).
   static json MlpConfig(const json& patch = json::object()) {
     json j = json::parse(R"({
@@ -135,7 +128,8 @@ class CheckpointTest : public ::testing::Test {
     }
   }
 
-  fs::path root_;
+  ::batchlab::testing::TempDir temp_;  // removed with its files when the test ends
+  fs::path root_ = temp_.path();
 };
 
 TEST_F(CheckpointTest, EveryOptimizerResumesBitForBit) {

@@ -20,6 +20,8 @@
 #include "runner/train/trainer.h"
 #include "runner/models/transformer.h"
 
+#include "tests/support/temp_dir.h"
+
 namespace batchlab::runner {
 namespace {
 
@@ -28,13 +30,6 @@ namespace fs = std::filesystem;
 
 class LmTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "batchlab-lm-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string Write(const std::string& name, const std::string& bytes) const {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path, std::ios::binary) << bytes;
@@ -84,7 +79,8 @@ class LmTest : public ::testing::Test {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
-  std::string dir_, err_;
+  ::batchlab::testing::TempDir temp_;  // removed with its files when the test ends
+  std::string dir_ = temp_.path(), err_;
 };
 
 std::string Pattern(size_t n) {

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/temp_dir.h"  // tests/support (this target has no project include path)
+
 namespace {
 
 using nlohmann::json;
@@ -20,13 +22,6 @@ namespace fs = std::filesystem;
 
 class RunnerBinaryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "batchlab-runner-bin-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // The quickstart's base configuration (docs/protocol.md fields), 1 rank.
   json Quickstart() const {
     return json::parse(R"({
@@ -67,7 +62,8 @@ class RunnerBinaryTest : public ::testing::Test {
     return lines;
   }
 
-  std::string dir_, metrics_, err_;
+  ::batchlab::testing::TempDir temp_;  // removed with its files when the test ends
+  std::string dir_ = temp_.path(), metrics_, err_;
 };
 
 TEST_F(RunnerBinaryTest, QuickstartBaseConfigReaches80PercentWithAValidMetricsFile) {

@@ -16,6 +16,8 @@
 #include "runner/config/device.h"
 #include "runner/config/runner_error.h"
 
+#include "tests/support/temp_dir.h"
+
 namespace batchlab::runner {
 namespace {
 
@@ -41,12 +43,6 @@ std::vector<json> ReadLines(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) lines.push_back(json::parse(line));
   return lines;
-}
-
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("batchlab-trainer-" + std::to_string(::getpid()) + "-" + name))
-      .string();
 }
 
 TEST(TrainerTest, SameConfigAndSeedGiveTheSameLossCurve) {
@@ -108,7 +104,8 @@ TEST(TrainerTest, DeviceChoiceFp16OnTheCpuAndTheStartLine) {
   }
 
   c.precision = "bf16";
-  const std::string path = TempPath("device.jsonl");
+  ::batchlab::testing::TempDir dir;
+  const std::string path = dir.File("device.jsonl");
   {
     std::unique_ptr<MetricsWriter> out = MetricsWriter::Open(path);
     Trainer t(c, data, nullptr, out.get(), 0);
@@ -119,7 +116,6 @@ TEST(TrainerTest, DeviceChoiceFp16OnTheCpuAndTheStartLine) {
   EXPECT_EQ(lines[0]["kind"], "start");
   EXPECT_EQ(lines[0]["device"], "cpu");
   EXPECT_EQ(lines[0]["precision"], "bf16");
-  std::filesystem::remove(path);
 }
 
 TEST(TrainerTest, AccumulationIsTheSameUpdate) {
@@ -188,7 +184,8 @@ TEST(TrainerTest, LagAppliesEachGradientOneStepLate) {
 // McCandlish et al.'s estimator applied to the logged squared norms recovers the true noise
 // scale of the synthetic task (the learning rate is tiny, so the weights stay put).
 TEST(TrainerTest, NoiseMeasurementMatchesTheClosedFormTruth) {
-  const std::string path = TempPath("gns.jsonl");
+  ::batchlab::testing::TempDir dir;
+  const std::string path = dir.File("gns.jsonl");
   const RunConfig c = SyntheticConfig(json::parse(R"({
       "batch_size": 256, "accumulation": 8, "lr": {"base": 1e-9}, "budget": {"steps": 400},
       "gns": {"every_steps": 1}, "data": {"samples": 65536}})"));
@@ -215,12 +212,12 @@ TEST(TrainerTest, NoiseMeasurementMatchesTheClosedFormTruth) {
   const double b_simple = trace / g2;
   EXPECT_GT(true_b, 9.0);  // d + 1 + ... for d = 8 with a bias: at least d + 2
   EXPECT_NEAR(b_simple / true_b, 1.0, 0.15) << "estimated " << b_simple << " true " << true_b;
-  std::filesystem::remove(path);
 }
 
 TEST(TrainerTest, OutcomesTargetDivergenceBudget) {
   {
-    const std::string path = TempPath("target.jsonl");
+    ::batchlab::testing::TempDir dir;
+    const std::string path = dir.File("target.jsonl");
     const RunConfig c = SyntheticConfig(json::parse(R"({
         "budget": {"steps": 200}, "eval": {"every_steps": 10},
         "target": {"metric": "test_loss", "op": "<=", "value": 0.3}})"));
@@ -236,7 +233,6 @@ TEST(TrainerTest, OutcomesTargetDivergenceBudget) {
     EXPECT_EQ(end["target_step"], t.steps_done());
     EXPECT_LE(end["final_test_loss"].get<double>(), 0.3);
     EXPECT_EQ(ExitCodeFor(Outcome::kTargetReached), 3);
-    std::filesystem::remove(path);
   }
   {
     const RunConfig c = SyntheticConfig(json::parse(R"({"budget": {"steps": 30},
