@@ -28,9 +28,20 @@ std::string ScheduleLabel(const RunData& run) {
 // One run's figures.
 struct RunFigures {
   int64_t steps = 0, samples = 0;
-  std::optional<int64_t> target_step;
+  std::optional<int64_t> target_step, target_samples;
   std::optional<double> final_loss, final_test_loss;
 };
+
+// Samples seen by `step`: the run's `samples` metric at that step (a schedule's steps differ in
+// batch), else step x batch.
+int64_t SamplesAt(const RunData& run, int64_t step) {
+  if (const Series* samples = run.Metric("samples"); samples != nullptr) {
+    for (size_t i = 0; i < samples->size(); ++i) {
+      if (samples->steps[i] == step) return static_cast<int64_t>(samples->values[i]);
+    }
+  }
+  return step * run.batch_size;
+}
 
 RunFigures FiguresOf(const RunData& run, const std::optional<Target>& target, int smooth_steps) {
   RunFigures f;
@@ -54,6 +65,7 @@ RunFigures FiguresOf(const RunData& run, const std::optional<Target>& target, in
       for (size_t i = 0; i < m->size(); ++i) {
         if (target->Met(m->values[i])) {
           f.target_step = m->steps[i];
+          f.target_samples = SamplesAt(run, m->steps[i]);
           break;
         }
       }
@@ -88,7 +100,7 @@ ScheduleRow RowOf(const std::vector<const RunData*>& runs, const std::optional<T
       if (b.is_number_integer()) row.largest_batch = std::max(row.largest_batch, b.get<int64_t>());
     }
   }
-  std::vector<double> losses, tests, targets;
+  std::vector<double> losses, tests, targets, target_samples;
   for (const RunData* r : runs) {
     const RunFigures f = FiguresOf(*r, target, smooth_steps);
     if (f.steps == 0) continue;
@@ -100,11 +112,13 @@ ScheduleRow RowOf(const std::vector<const RunData*>& runs, const std::optional<T
     if (f.final_loss) losses.push_back(*f.final_loss);
     if (f.final_test_loss) tests.push_back(*f.final_test_loss);
     if (f.target_step) targets.push_back(static_cast<double>(*f.target_step));
+    if (f.target_samples) target_samples.push_back(static_cast<double>(*f.target_samples));
   }
   MeanSd(losses, &row.final_loss, &row.final_loss_sd);
   MeanSd(tests, &row.final_test_loss, &row.final_test_loss_sd);
   std::optional<double> unused;
   MeanSd(targets, &row.target_step, &unused);
+  MeanSd(target_samples, &row.target_samples, &unused);
   row.reached = static_cast<int>(targets.size());
   return row;
 }
@@ -174,6 +188,15 @@ ScheduleSection CompareSchedules(const SweepData& sweep, int smooth_steps) {
             fmt::format("{}to the target: {} steps against {} ({})",
                         line.empty() ? s.label + " " : "; ", FormatNumber(*s.target_step),
                         FormatNumber(*c.target_step), FewerOrMore(*s.target_step, *c.target_step));
+        if (s.target_samples && c.target_samples) {
+          line += fmt::format(", {:.5g} samples against {:.5g} ({})", *s.target_samples,
+                              *c.target_samples,
+                              FewerOrMore(*s.target_samples, *c.target_samples));
+        }
+        if (s.reached < s.seeds || c.reached < c.seeds) {
+          line += fmt::format(" — means over the seeds that reached it only: {} of {} and {} of {}",
+                              s.reached, s.seeds, c.reached, c.seeds);
+        }
       }
       if (!line.empty()) {
         const int seeds = std::min(s.seeds, c.seeds);
@@ -187,7 +210,8 @@ ScheduleSection CompareSchedules(const SweepData& sweep, int smooth_steps) {
 Table ScheduleTable(const ScheduleSection& s) {
   Table t{"batch_schedules",
           "Batch schedules against constant batches",
-          {"run", "scheduled", "seeds", "steps", "samples", "target_step", "reached",
+          {"run", "scheduled", "seeds", "steps", "samples", "target_step", "target_samples",
+           "reached",
            "final_loss", "final_loss_sd", "final_test_loss", "final_test_loss_sd"},
           {},
           {}};
@@ -195,11 +219,13 @@ Table ScheduleTable(const ScheduleSection& s) {
   for (const ScheduleRow& r : s.rows) {
     t.rows.push_back({r.label, r.scheduled ? "yes" : "no", std::to_string(r.seeds),
                       std::to_string(r.steps), std::to_string(r.samples), opt(r.target_step),
-                      std::to_string(r.reached), opt(r.final_loss), opt(r.final_loss_sd),
+                      opt(r.target_samples), std::to_string(r.reached), opt(r.final_loss), opt(r.final_loss_sd),
                       opt(r.final_test_loss), opt(r.final_test_loss_sd)});
   }
   t.notes.push_back(fmt::format(
-      "One row per configuration, seeds pooled. final_loss: the mean of a run's last {} step "
+      "One row per configuration, seeds pooled. steps, samples: the longest seed's. target_step, "
+      "target_samples: the first evaluation meeting the target and the samples seen by then, "
+      "means over the `reached` seeds that met it. final_loss: the mean of a run's last {} step "
       "losses; final_test_loss: its last evaluation; then mean and sd over seeds. A scheduled "
       "run's samples count each step at its own batch (docs/spec.md, Batch-size schedules).",
       s.smooth_steps));

@@ -29,8 +29,9 @@ struct ScheduleRow {
   int seeds = 0;        // runs of this configuration that trained
   int64_t steps = 0;    // steps trained (the most over its runs)
   int64_t samples = 0;  // samples seen then
-  // Mean first step meeting the target over the runs that met it (and how many did).
-  std::optional<double> target_step;
+  // Mean first step meeting the target, and the mean samples seen by then, over the runs that
+  // met it (and how many did: fewer than `seeds` makes both means over those runs only).
+  std::optional<double> target_step, target_samples;
   int reached = 0;
   // Mean and sample standard deviation over seeds: the mean of the last `smooth_steps` step
   // losses of a run, and its last evaluation's test loss.

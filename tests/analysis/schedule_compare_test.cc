@@ -43,6 +43,7 @@ TEST(ScheduleCompareTest, ScheduledRunsAgainstConstantOnesWithStatedFigures) {
   EXPECT_EQ(s.rows[0].steps, 6);
   EXPECT_EQ(s.rows[0].samples, 192);
   EXPECT_EQ(s.rows[0].target_step, 4.0);
+  EXPECT_EQ(s.rows[0].target_samples, 64.0);  // 4 x 16, before the switch
   EXPECT_EQ(s.rows[0].reached, 1);
   EXPECT_DOUBLE_EQ(*s.rows[0].final_loss, (1.0 / 5 + 1.0 / 6) / 2);
   EXPECT_FALSE(s.rows[0].final_loss_sd.has_value());  // one seed
@@ -56,14 +57,49 @@ TEST(ScheduleCompareTest, ScheduledRunsAgainstConstantOnesWithStatedFigures) {
                                "(12 steps)"),
             std::string::npos)
       << s.readings[0];
-  EXPECT_NE(s.readings[0].find("to the target: 4 steps against 4 (0% fewer)"), std::string::npos)
+  EXPECT_NE(s.readings[0].find("to the target: 4 steps against 4 (0% fewer), 64 samples against "
+                               "64 (0% fewer)"),
+            std::string::npos)
       << s.readings[0];
+  EXPECT_EQ(s.readings[0].find("reached it only"), std::string::npos) << s.readings[0];
   EXPECT_NE(s.readings[1].find("100% more than B=64 (3 steps)"), std::string::npos)
       << s.readings[1];
   EXPECT_EQ(s.readings[1].find("to the target"), std::string::npos) << s.readings[1];
   const Table t = ScheduleTable(s);
   EXPECT_EQ(t.rows.size(), 3u);
   EXPECT_EQ(t.rows[0][1], "yes");
+}
+
+// Samples to the target are counted at each step's own batch, and a configuration whose seeds
+// did not all reach the target is compared on the seeds that did, which the reading says.
+TEST(ScheduleCompareTest, TargetSamplesAndSeedsThatMissedItAreStated) {
+  SweepData sweep;
+  sweep.target = "test_accuracy>=0.55";  // met at step 6 by a run of 6 steps or more
+  for (int seed = 1; seed <= 2; ++seed) {
+    RunData sched = MakeRun(16, 8, 64, 64);  // 4 x 16, then 64 a step: 192 samples at step 6
+    RunData constant = MakeRun(64, seed == 1 ? 8 : 5);  // seed 2 stops at step 5: misses it
+    sched.seed = constant.seed = seed;
+    sched.params = constant.params = {{"seed", std::to_string(seed)}};
+    sweep.scheduled.push_back(sched);
+    sweep.runs.push_back(constant);
+  }
+  const ScheduleSection s = CompareSchedules(sweep, 2);
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.rows[0].target_step, 6.0);
+  EXPECT_EQ(s.rows[0].target_samples, 192.0);
+  EXPECT_EQ(s.rows[0].reached, 2);
+  EXPECT_EQ(s.rows[1].seeds, 2);
+  EXPECT_EQ(s.rows[1].reached, 1);
+  EXPECT_EQ(s.rows[1].target_samples, 384.0);  // 6 x 64, seed 1 only
+  ASSERT_EQ(s.readings.size(), 1u);
+  EXPECT_NE(s.readings[0].find("to the target: 6 steps against 6 (0% fewer), 192 samples against "
+                               "384 (50% fewer) — means over the seeds that reached it only: 2 of "
+                               "2 and 1 of 2"),
+            std::string::npos)
+      << s.readings[0];
+  const Table t = ScheduleTable(s);
+  EXPECT_EQ(t.columns[6], "target_samples");
+  EXPECT_EQ(t.rows[1][6], "384");
 }
 
 // Seeds of one configuration are pooled: mean and sample sd of their final losses.

@@ -1,7 +1,7 @@
 """examples/gpt/train.py (the GPT-style byte-level LM) on one process with tiny settings, its
 config written as the orchestrator writes a branch study's: the trunk trains, keeps its
 checkpoint at the branch point, and a branch at k = 1 with the trunk's seed and LR continues it
-bit for bit (AdamW's moments, the rows, dropout's generator); both specs in examples/gpt parse as the client reads them."""
+bit for bit (AdamW's moments, the rows, dropout's generator); every spec in examples/gpt parses as the client reads it."""
 import json
 import os
 import socket
@@ -66,7 +66,9 @@ class GptExampleTest(TempDirTest):
 
     def test_the_specs_parse(self):
         from batchlab.config import RunConfig
-        for name in ("cbs.json", "crit_batch.json"):
+        names = sorted(n for n in os.listdir(EXAMPLE) if n.endswith(".json"))
+        self.assertGreaterEqual(len(names), 4, names)  # cbs, crit_batch, lr_law, schedule
+        for name in names:
             with open(os.path.join(EXAMPLE, name)) as f:
                 spec = json.load(f)
             base = dict(spec["base"], batch_size=spec["base"].get("batch_size", 16))
