@@ -5,9 +5,9 @@
 # reports/quickstart/ in the repository root. Re-running resumes (finished runs are skipped).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Only what the study needs: the CLI and the built-in runner with their libraries (about 120 of the
-# build's 285 steps; no test or benchmark binary), on every core; the test command
-# (scripts/test.sh) builds everything.
+# Only what the study needs: the CLI and the built-in runner with their libraries (35 unity-build
+# steps; no test or benchmark binary), on every core; the test command (scripts/test.sh) builds
+# everything.
 build_start=$(date +%s)
 BATCHLAB_DEPS=quickstart bash scripts/build.sh batchlab batchlab-runner
 echo "quickstart build (packages included): $(( $(date +%s) - build_start )) s"
