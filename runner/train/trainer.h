@@ -187,7 +187,8 @@ class Trainer {
   // folder has a preempt file (checked at most every 0.1 s).
   bool PreemptRequested();
 
-  // Checkpoints (trainer_checkpoint.cc). Not for async_ps/backup (docs/protocol.md).
+  // Checkpoints (trainer_checkpoint.cc); async_ps/backup save on the server's clock (trainer_ps.cc),
+  // and their resume is not bit for bit (docs/sync.md, docs/spec.md "Branch study").
   bool CheckpointsEnabled() const;
   bool CheckpointDue() const;  // after step_, from values every rank shares
   void SaveCheckpoint();       // this rank's shard of the checkpoint at step_
