@@ -1,6 +1,9 @@
-#pragma once
-// Times as seconds in a double: the one spelling of each (before, each file that timed something
-// had its own copy, which a unity build cannot hold side by side).
+// Times as seconds in a double, one spelling of each (their private copies in the trainer,
+// results and live progress could not sit side by side in a unity build; runner/sync and
+// runner/comm still keep a few of their own, see the issue note).
+#ifndef BATCHLAB_BASE_ELAPSED_H_
+#define BATCHLAB_BASE_ELAPSED_H_
+
 #include <chrono>
 
 namespace batchlab {
@@ -17,3 +20,5 @@ inline double UnixSeconds() {
 }
 
 }  // namespace batchlab
+
+#endif  // BATCHLAB_BASE_ELAPSED_H_
