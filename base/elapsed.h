@@ -1,6 +1,5 @@
-// Times as seconds in a double, one spelling of each (their private copies in the trainer,
-// results and live progress could not sit side by side in a unity build; runner/sync and
-// runner/comm still keep a few of their own, see the issue note).
+// Times as seconds in a double, one spelling of each (the private copies in the trainer, results
+// and live progress could not sit side by side in a unity build).
 #ifndef BATCHLAB_BASE_ELAPSED_H_
 #define BATCHLAB_BASE_ELAPSED_H_
 
