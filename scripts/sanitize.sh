@@ -7,7 +7,7 @@
 #
 #   SANITIZE_SCOPE=quick (default; what scripts/test.sh runs, ~10 min budget on a 2-core
 #       machine): the code that reads untrusted input, i.e. the spec parser/expander and the
-#       metrics-line parser, with the fuzzers and the unit tests of orchestrator/ and results/.
+#       metrics-line parser, with the fuzzers and the unit tests of base/, orchestrator/ and results/.
 #   SANITIZE_SCOPE=full: everything outside runner/ and every test of that tree except the Slurm,
 #       LibTorch end-to-end and bench tests (about 3x longer).
 set -euo pipefail
@@ -28,11 +28,7 @@ if [ "$scope" = full ]; then
   cmake --build --preset asan-ubsan
 else
   cmake --build --preset asan-ubsan --target spec_fuzzer metrics_line_fuzzer fuzz_replay_test \
-    batchlab-config-schema \
-    orchestrator_spec_test orchestrator_spec_extension_test orchestrator_expansion_test \
-    orchestrator_spec_bounds_test orchestrator_launch_options_test orchestrator_run_identity_test \
-    orchestrator_sweep_executor_test results_metrics_line_test results_ingest_test \
-    results_utf8_text_test results_where_clause_test
+    batchlab-config-schema base_tests orchestrator_tests results_tests
 fi
 t1=$(date +%s)
 if [ "$scope" = full ]; then
@@ -40,14 +36,14 @@ if [ "$scope" = full ]; then
 else
   # Only the executables built above have registered tests (the others are *_NOT_BUILT, unlabelled;
   # gtest_discover_tests applies only the first of a target's labels, so match those).
-  ctest --preset asan-ubsan -L "orchestrator|results|fuzz"
+  ctest --preset asan-ubsan -L "base|orchestrator|results|fuzz"
 fi
 t2=$(date +%s)
 status=0
 for target in spec metrics_line; do
   work=$(mktemp -d)
   seeds=(fuzz/corpus/$target)
-  if [ "$target" = spec ]; then seeds+=(sweeps tests/orchestrator/hostile_specs); fi
+  if [ "$target" = spec ]; then seeds+=(sweeps tests/orchestrator/end_to_end/hostile_specs); fi
   mkdir -p fuzz/regressions/$target
   echo "sanitize: fuzzing $target: ${fuzz_runs[$target]} inputs, seed $fuzz_seed (at most ${fuzz_seconds} s)"
   if ! build-asan/fuzz/${target}_fuzzer -runs="${fuzz_runs[$target]}" -max_total_time="$fuzz_seconds" \

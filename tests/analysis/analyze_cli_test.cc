@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/analysis/synthetic_sweep.h"
+#include "tests/support/synthetic_sweep.h"
 
 namespace batchlab::analysis {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "analysis/estimators/gradient_noise.h"
 #include "analysis/data/sweep_data.h"
-#include "tests/analysis/synthetic_sweep.h"
+#include "tests/support/synthetic_sweep.h"
 
 namespace batchlab::analysis {
 namespace {

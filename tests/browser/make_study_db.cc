@@ -1,4 +1,4 @@
-// The database of the browser test: the synthetic sweep of tests/analysis/synthetic_sweep.h
+// The database of the browser test: the synthetic sweep of tests/support/synthetic_sweep.h
 // (30 runs with known answers: 28 reach the target, the B=512 lr=0.05 K=4 run diverges, the
 // B=32 lr=0.05 K=4 run is pending), written through the results Store as the orchestrator would.
 //
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "results/store.h"
-#include "tests/analysis/synthetic_sweep.h"
+#include "tests/support/synthetic_sweep.h"
 
 namespace {
 

@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/analysis/synthetic_sweep.h"
+#include "tests/support/synthetic_sweep.h"
 #include "tests/support/file_text.h"
 
 namespace batchlab {

@@ -19,7 +19,7 @@ using batchlab::testing::TempDir;
 using Result = batchlab::testing::CommandResult;
 
 // `env` goes before the command (e.g. "CUDA_VISIBLE_DEVICES=0,1 "); "env -u NAME " unsets one.
-Result RunBatchlab(const std::string& args,
+Result RunBatchlabGpu(const std::string& args,
                    const std::string& env = "env -u CUDA_VISIBLE_DEVICES ") {
   return batchlab::testing::RunCommand(env + std::string(BATCHLAB_BINARY) + " " + args);
 }
@@ -43,7 +43,7 @@ class GpuSlotsCliTest : public ::testing::Test {
 };
 
 TEST_F(GpuSlotsCliTest, PlanShowsEachRunsGpusAndMappingAndTheTotals) {
-  Result r = RunBatchlab("sweep plan '" + spec_ + "' --gpus 4 --slots 8 --no-validate");
+  Result r = RunBatchlabGpu("sweep plan '" + spec_ + "' --gpus 4 --slots 8 --no-validate");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(Has(r, "gpus")) << r.output;
   EXPECT_TRUE(Has(r, "cuda: rank r -> local rank r")) << r.output;
@@ -51,7 +51,7 @@ TEST_F(GpuSlotsCliTest, PlanShowsEachRunsGpusAndMappingAndTheTotals) {
   EXPECT_TRUE(Has(r, "pool 4 GPU(s)")) << r.output;
   // 2-GPU and 4-GPU runs of the same expected length on 4 GPUs: one after the other.
   Result j =
-      RunBatchlab("sweep plan '" + spec_ + "' --gpus 4 --slots 8 --no-validate --format json");
+      RunBatchlabGpu("sweep plan '" + spec_ + "' --gpus 4 --slots 8 --no-validate --format json");
   ASSERT_EQ(j.exit_code, 0) << j.output;
   auto doc = nlohmann::json::parse(j.output.substr(j.output.find('{')));
   EXPECT_EQ(doc["gpus"], 4);
@@ -65,13 +65,13 @@ TEST_F(GpuSlotsCliTest, PlanShowsEachRunsGpusAndMappingAndTheTotals) {
   EXPECT_NEAR(doc["planned_makespan_seconds"].get<double>(),
               each + doc["runs"][1]["expected_seconds"].get<double>(), 1e-6);
   // CSV has the columns too.
-  Result c = RunBatchlab("sweep plan '" + spec_ + "' --gpus 4 --no-validate --format csv");
+  Result c = RunBatchlabGpu("sweep plan '" + spec_ + "' --gpus 4 --no-validate --format csv");
   ASSERT_EQ(c.exit_code, 0) << c.output;
   EXPECT_TRUE(Has(c, "slots,gpus,")) << c.output;
 }
 
 TEST_F(GpuSlotsCliTest, CpuPlanSaysNoGpusAreRequested) {
-  Result r = RunBatchlab("sweep plan '" + cpu_spec_ + "' --gpus 0 --no-validate");
+  Result r = RunBatchlabGpu("sweep plan '" + cpu_spec_ + "' --gpus 0 --no-validate");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(Has(r, "GPUs: none requested")) << r.output;
 }
@@ -80,7 +80,7 @@ TEST_F(GpuSlotsCliTest, ZeroGpusWithGpusPerRankExits2NamingTheField) {
   for (const char* cmd_text : {"sweep plan", "sweep run"}) {
     const std::string cmd = cmd_text;
     const std::string db = dir_.path() + "/never.db";
-    Result r = RunBatchlab(cmd + " '" + spec_ + "' --gpus 0 --no-validate --db '" + db + "'");
+    Result r = RunBatchlabGpu(cmd + " '" + spec_ + "' --gpus 0 --no-validate --db '" + db + "'");
     EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.output;
     EXPECT_TRUE(Has(r, "resources.gpus_per_rank")) << r.output;
     EXPECT_TRUE(Has(r, "needs 4 GPU(s) (world_size 4 x gpus_per_rank 1)")) << r.output;
@@ -90,21 +90,21 @@ TEST_F(GpuSlotsCliTest, ZeroGpusWithGpusPerRankExits2NamingTheField) {
     EXPECT_FALSE(std::filesystem::exists(db)) << cmd << ": the database was created";
   }
   // Too few (not none) is refused the same way.
-  Result r = RunBatchlab("sweep plan '" + spec_ + "' --gpus 3 --no-validate");
+  Result r = RunBatchlabGpu("sweep plan '" + spec_ + "' --gpus 3 --no-validate");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(Has(r, "pool has 3 GPU(s)")) << r.output;
   // A negative count is a usage error.
-  r = RunBatchlab("sweep plan '" + spec_ + "' --gpus -1 --no-validate");
+  r = RunBatchlabGpu("sweep plan '" + spec_ + "' --gpus -1 --no-validate");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(Has(r, "--gpus")) << r.output;
 }
 
 TEST_F(GpuSlotsCliTest, DefaultPoolComesFromCudaVisibleDevices) {
   Result r =
-      RunBatchlab("sweep plan '" + spec_ + "' --no-validate", "CUDA_VISIBLE_DEVICES=0,1,2,3 ");
+      RunBatchlabGpu("sweep plan '" + spec_ + "' --no-validate", "CUDA_VISIBLE_DEVICES=0,1,2,3 ");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(Has(r, "pool 4 GPU(s)")) << r.output;
-  r = RunBatchlab("sweep plan '" + spec_ + "' --no-validate", "CUDA_VISIBLE_DEVICES=5,7 ");
+  r = RunBatchlabGpu("sweep plan '" + spec_ + "' --no-validate", "CUDA_VISIBLE_DEVICES=5,7 ");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(Has(r, "pool has 2 GPU(s)")) << r.output;
 }

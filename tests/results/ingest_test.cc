@@ -19,7 +19,8 @@
 #include "results/schema.h"
 #include "results/store.h"
 #include "results/utf8_text.h"
-#include "tests/results/temp_dir.h"
+#include "tests/support/file_text.h"
+#include "tests/support/temp_dir.h"
 
 namespace batchlab::results {
 namespace {

@@ -15,7 +15,8 @@
 #include "results/database.h"
 #include "results/schema.h"
 #include "results/store.h"
-#include "tests/results/temp_dir.h"
+#include "tests/support/file_text.h"
+#include "tests/support/temp_dir.h"
 
 namespace batchlab::results {
 namespace {

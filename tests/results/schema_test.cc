@@ -11,7 +11,8 @@
 
 #include "results/database.h"
 #include "results/store.h"
-#include "tests/results/temp_dir.h"
+#include "tests/support/file_text.h"
+#include "tests/support/temp_dir.h"
 
 namespace batchlab::results {
 namespace {
