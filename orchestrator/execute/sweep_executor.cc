@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
 
+#include "base/elapsed.h"
 #include "orchestrator/execute/attempt_policies.h"
 #include "orchestrator/execute/execution.h"
 
@@ -18,10 +19,6 @@ namespace batchlab::orchestrator::execution {
 namespace {
 
 namespace fs = boost::filesystem;
-
-double SteadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
