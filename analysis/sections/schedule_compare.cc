@@ -189,8 +189,8 @@ ScheduleSection CompareSchedules(const SweepData& sweep, int smooth_steps) {
                         line.empty() ? s.label + " " : "; ", FormatNumber(*s.target_step),
                         FormatNumber(*c.target_step), FewerOrMore(*s.target_step, *c.target_step));
         if (s.target_samples && c.target_samples) {
-          line += fmt::format(", {:.5g} samples against {:.5g} ({})", *s.target_samples,
-                              *c.target_samples,
+          line += fmt::format(", {} samples against {} ({})", FormatNumber(*s.target_samples, 5),
+                              FormatNumber(*c.target_samples, 5),
                               FewerOrMore(*s.target_samples, *c.target_samples));
         }
         if (s.reached < s.seeds || c.reached < c.seeds) {

@@ -17,6 +17,7 @@
 #include "orchestrator/process/captured_command.h"
 #include "orchestrator/launch/local_launcher.h"
 #include "orchestrator/launch/slurm_elastic.h"
+#include "results/number_format.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -150,8 +151,8 @@ class SlurmJob final : public Job {
                                  fmt::format("NumTasks={}", *nodes * widening_->ranks_per_node)});
     if (!r.ok() || r->exit_code != 0) return;
     widened_ = fmt::format(
-        "pending {:.0f} s ({}), {} node(s) idle: lowered to {} of {} nodes (slurm.elastic)",
-        SteadySeconds() - submitted_, info.reason, *idle, *nodes, widening_->range.second);
+        "pending {} s ({}), {} node(s) idle: lowered to {} of {} nodes (slurm.elastic)",
+        results::FixedNumber(SteadySeconds() - submitted_, 0), info.reason, *idle, *nodes, widening_->range.second);
     widening_.reset();
   }
 
