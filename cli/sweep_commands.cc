@@ -276,10 +276,15 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
     fmt::print(stderr, "[{}] version {} extended: {}\n", spec.name, out.version, out.extended);
   }
   fmt::print(stderr,
-             "[{}] version {}: {}: {} finished now, {} pruned{}, {} skipped (already finished), "
+             "[{}] version {}: {}: {} finished now, {} pruned{}, {} skipped (already finished){}, "
              "{} failed, {} cancelled; {}; wall {} s, lower bound {} s\n",
              spec.name, out.version, Count(out.total, "run"), out.succeeded, out.pruned,
-             out.stalled > 0 ? fmt::format(", {} stalled", out.stalled) : "", out.skipped, out.failed,
+             out.stalled > 0 ? fmt::format(", {} stalled", out.stalled) : "", out.skipped,
+             out.earlier_unfinished > 0
+                 ? fmt::format(", {} not run (unfinished runs of an earlier version)",
+                               out.earlier_unfinished)
+                 : "",
+             out.failed,
              out.cancelled, Count(out.attempts, "attempt"), results::FixedNumber(out.wall_seconds, 1),
              results::FixedNumber(out.lower_bound_seconds, 1));
   if (spec.lr_search.enabled) {

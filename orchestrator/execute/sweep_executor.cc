@@ -180,7 +180,8 @@ void Execution::ReportProgress(double now) {
   if (options_.progress == nullptr) return;
   ProgressCounts c;
   c.total = out_.total;
-  c.done = out_.skipped + out_.succeeded + out_.failed + out_.cancelled + out_.pruned;
+  c.done = out_.skipped + out_.earlier_unfinished + out_.succeeded + out_.failed +
+           out_.cancelled + out_.pruned;
   c.running = static_cast<int>(table_.in_flight().size());
   c.failed = out_.failed;
   c.waiting = static_cast<int>(queue_.size());
