@@ -37,6 +37,7 @@
 #include "orchestrator/execute/sweep_executor.h"
 #include "orchestrator/launch/worker_pool.h"
 #include "results/database.h"
+#include "results/number_format.h"
 #include "results/run_query.h"
 #include "results/schema.h"
 #include "results/store.h"
@@ -275,12 +276,17 @@ Status RunSweep(const RunFlags& f, CliContext& ctx) {
     fmt::print(stderr, "[{}] version {} extended: {}\n", spec.name, out.version, out.extended);
   }
   fmt::print(stderr,
-             "[{}] version {}: {}: {} finished now, {} pruned{}, {} skipped (already finished), "
-             "{} failed, {} cancelled; {}; wall {:.1f} s, lower bound {:.1f} s\n",
+             "[{}] version {}: {}: {} finished now, {} pruned{}, {} skipped (already finished){}, "
+             "{} failed, {} cancelled; {}; wall {} s, lower bound {} s\n",
              spec.name, out.version, Count(out.total, "run"), out.succeeded, out.pruned,
-             out.stalled > 0 ? fmt::format(", {} stalled", out.stalled) : "", out.skipped, out.failed,
-             out.cancelled, Count(out.attempts, "attempt"), out.wall_seconds,
-             out.lower_bound_seconds);
+             out.stalled > 0 ? fmt::format(", {} stalled", out.stalled) : "", out.skipped,
+             out.earlier_unfinished > 0
+                 ? fmt::format(", {} not run (unfinished runs of an earlier version)",
+                               out.earlier_unfinished)
+                 : "",
+             out.failed,
+             out.cancelled, Count(out.attempts, "attempt"), results::FixedNumber(out.wall_seconds, 1),
+             results::FixedNumber(out.lower_bound_seconds, 1));
   if (spec.lr_search.enabled) {
     fmt::print(stderr,
                "[{}] LR search: {} round(s) added by this run; `batchlab analyze target --sweep "
@@ -420,14 +426,16 @@ Status PlanSweep(const PlanFlags& f) {
   if (plan.duplicates > 0) fmt::print(", {} merged", Count(plan.duplicates, "duplicate"));
   fmt::print(", {}", Count(runs, "run"));
   fmt::print(
-      "\nestimated slot-seconds {:.0f}; on {} slot(s){}: lower bound {:.0f} s, longest-first "
-      "plan {:.0f} s (estimates from the budget; see docs/spec.md)\n",
-      slot_seconds, f.slots, gpu_runs > 0 ? fmt::format(" and {} GPU(s)", gpus) : "", lower, lpt);
+      "\nestimated slot-seconds {}; on {} slot(s){}: lower bound {} s, longest-first "
+      "plan {} s (estimates from the budget; see docs/spec.md)\n",
+      results::FixedNumber(slot_seconds, 0), f.slots,
+      gpu_runs > 0 ? fmt::format(" and {} GPU(s)", gpus) : "", results::FixedNumber(lower, 0),
+      results::FixedNumber(lpt, 0));
   if (gpu_runs > 0) {
     fmt::print(
-        "GPUs: {} of {} use GPUs (at most {} per run, {:.0f} GPU-seconds); pool {} GPU(s) "
+        "GPUs: {} of {} use GPUs (at most {} per run, {} GPU-seconds); pool {} GPU(s) "
         "(--gpus), CUDA_VISIBLE_DEVICES set per run, each rank's device its local rank\n",
-        gpu_runs, Count(runs, "run"), max_gpus, gpu_seconds, gpus);
+        gpu_runs, Count(runs, "run"), max_gpus, results::FixedNumber(gpu_seconds, 0), gpus);
   } else {
     fmt::print("GPUs: none requested (resources.gpus_per_rank 0); pool {} GPU(s)\n", gpus);
   }

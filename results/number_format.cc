@@ -49,4 +49,6 @@ std::string ProsePercent(double fraction) { return ProseNumber(100 * fraction) +
 
 std::string WholePercent(double fraction) { return fmt::format("{:.0f}%", 100 * fraction); }
 
+std::string FixedNumber(double v, int decimals) { return fmt::format("{:.{}f}", v, decimals); }
+
 }  // namespace batchlab::results

@@ -1,6 +1,7 @@
 // How batchlab writes a number as text, in one place: the exact cell of a table, the rounded
-// figure people read in a table or a sentence, and percents. The CLI, the report, the live view
-// and the analysis sections all format numbers with these (no fmt "{:.4g}" at a call site).
+// figure people read in a table or a sentence, and percents. The CLI, the report, the live view,
+// the analysis sections and the orchestrator's messages all format numbers with these (no fmt
+// "{:.4g}" at a call site).
 //
 //   rows.push_back({ExactNumber(fit.b_crit), PercentCell(r.efficiency), ExactCell(f.lr)});
 //   note = fmt::format("B_crit is about {} ({} of the runs)", ProseNumber(b), ProsePercent(share));
@@ -46,6 +47,11 @@ std::string ProsePercent(double fraction);
 
 // A fraction as a whole percent ("12%", "95%"): a saving in a sentence, a confidence level.
 std::string WholePercent(double fraction);
+
+// `v` with exactly `decimals` decimals ("12.3", "1235"): a duration or an estimate in a message
+// for people where a fixed precision reads better than significant digits ("preempted after
+// 12.3 s", "lower bound 1235 s").
+std::string FixedNumber(double v, int decimals);
 
 }  // namespace batchlab::results
 

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <chrono>
+#include <functional>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -202,15 +203,28 @@ class SqliteStore final : public Store {
   }
 
   StatusOr<std::vector<RunRecord>> RunsOfSweep(int64_t sweep_id) override {
+    return ReadRuns("sweep_id = ?", [&](Statement& st) { st.BindInt(1, sweep_id); });
+  }
+
+  StatusOr<std::optional<RunRecord>> FindRun(const std::string& run_id) override {
+    BATCHLAB_ASSIGN_OR_RETURN(std::vector<RunRecord> runs,
+                              ReadRuns("id = ?", [&](Statement& st) { st.BindText(1, run_id); }));
+    if (runs.empty()) return std::optional<RunRecord>();
+    return std::optional<RunRecord>(std::move(runs.front()));
+  }
+
+  // The runs matching `where` (its parameters bound by `bind`), with their parameters.
+  StatusOr<std::vector<RunRecord>> ReadRuns(const std::string& where,
+                                            const std::function<void(Statement&)>& bind) {
     BATCHLAB_ASSIGN_OR_RETURN(
         Statement st,
         db_->Prepare("SELECT run_key, id, sweep_id, ordinal, config_json, state, attempt, "
-                     "exit_code, host, started_at, ended_at FROM runs WHERE sweep_id = ? "
-                     "ORDER BY ordinal, id"));
+                     "exit_code, host, started_at, ended_at FROM runs WHERE " + where +
+                     " ORDER BY ordinal, id"));
     BATCHLAB_ASSIGN_OR_RETURN(Statement p,
                               db_->Prepare("SELECT name, json_quote(value) FROM run_params "
                                            "WHERE run_key = ? ORDER BY name"));
-    st.BindInt(1, sweep_id);
+    bind(st);
     std::vector<RunRecord> out;
     while (true) {
       BATCHLAB_ASSIGN_OR_RETURN(bool row, st.Step());

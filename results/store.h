@@ -129,6 +129,8 @@ class Store {
   // Runs of a sweep. AddRun is idempotent on run id (an existing run is left as it is).
   virtual Status AddRun(const RunRecord& run) = 0;
   virtual StatusOr<std::vector<RunRecord>> RunsOfSweep(int64_t sweep_id) = 0;
+  // The run with this id, of whichever sweep (version) added it; nullopt when there is none.
+  virtual StatusOr<std::optional<RunRecord>> FindRun(const std::string& run_id) = 0;
 
   // Moves a run to `to` in one transaction and records the transition as an event.
   // kRunning increments the attempt and records host and start time; a terminal state records

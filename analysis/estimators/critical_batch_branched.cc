@@ -301,9 +301,9 @@ StatusOr<CbsPoint> EstimateCbs(const BranchPointData& point, const CbsOptions& o
         where, Batch(out.b_crit.value), results::ProseNumber(crossing), Batch(ks[0] * b0),
         options.tolerance,
         out.interval_available
-            ? fmt::format("the critical batch size lies in [{}, {}{}] at {:.0f}% confidence.",
+            ? fmt::format("the critical batch size lies in [{}, {}{}] at {} confidence.",
                           Batch(out.b_crit.low), out.high_open ? "≥ " : "", Batch(out.b_crit.high),
-                          100 * options.confidence)
+                          results::WholePercent(options.confidence))
             : "no interval: one branch and one evaluation per k (add seeds).");
   }
   return out;

@@ -247,10 +247,12 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
                         law.linear_consistent ? "consistent with" : "not",
                         law.sqrt_consistent ? "consistent with" : "not");
   law.reading = fmt::format(
-      "The best LR follows η_opt = {}·B^{:.3g}{} over B = {}…{} ({} batch sizes): {}.{}",
-      results::FormatNumber(law.c), f.alpha,
-      law.alpha.available() ? fmt::format(" (α {:.0f}% interval [{:.3g}, {:.3g}])",
-                                          100 * options.confidence, law.alpha.low, law.alpha.high)
+      "The best LR follows η_opt = {}·B^{}{} over B = {}…{} ({} batch sizes): {}.{}",
+      results::FormatNumber(law.c), results::FormatNumber(f.alpha, 3),
+      law.alpha.available() ? fmt::format(" (α {} interval [{}, {}])",
+                                          results::WholePercent(options.confidence),
+                                          results::FormatNumber(law.alpha.low, 3),
+                                          results::FormatNumber(law.alpha.high, 3))
                             : "",
       law.per_batch[fit_idx.front()].batch_size, law.per_batch[fit_idx.back()].batch_size,
       fit_idx.size(), rules, peak_text);

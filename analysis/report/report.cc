@@ -39,7 +39,7 @@ std::vector<std::string> Summary(const Study& s) {
   if (s.crit.status.ok()) {
     const CritFit& f = s.crit.fit;
     const std::string ci =
-        f.b_crit.available() ? fmt::format("{:.0f}% CI {} to {}", 100 * f.b_crit.confidence,
+        f.b_crit.available() ? fmt::format("{} CI {} to {}", WholePercent(f.b_crit.confidence),
                                            FormatNumber(f.b_crit.low), FormatNumber(f.b_crit.high))
                              : "interval unavailable: " + f.b_crit.unavailable;
     out.push_back(
@@ -50,9 +50,9 @@ std::vector<std::string> Summary(const Study& s) {
       // No interval to scale into tokens.
     } else if (const std::optional<double> t = s.crit.tokens_per_sequence) {
       out.push_back(fmt::format(
-          "In tokens ({} per sequence): B_crit = {} tokens per step ({:.0f}% CI {} to {}); "
+          "In tokens ({} per sequence): B_crit = {} tokens per step ({} CI {} to {}); "
           "E_min = {} tokens.",
-          FormatNumber(*t), FormatNumber(*t * f.b_crit.value), 100 * f.b_crit.confidence,
+          FormatNumber(*t), FormatNumber(*t * f.b_crit.value), WholePercent(f.b_crit.confidence),
           FormatNumber(*t * f.b_crit.low), FormatNumber(*t * f.b_crit.high),
           FormatNumber(*t * f.e_min.value)));
     }

@@ -167,10 +167,10 @@ std::vector<Table> CbsTables(const CbsSection& s, bool questions) {
           {std::to_string(s.schedule->from_samples[i]), std::to_string(s.schedule->batches[i])});
     }
     sched.notes.push_back(fmt::format(
-        "{} steps for {} samples against {} at the constant trunk batch: {:.0f}% fewer "
+        "{} steps for {} samples against {} at the constant trunk batch: {} fewer "
         "(predicted; `batchlab analyze schedules` measures it once the schedule ran).",
         s.schedule->steps, s.schedule->total_samples, s.schedule->constant_steps,
-        100 * s.schedule->saving));
+        WholePercent(s.schedule->saving)));
     out.push_back(sched);
   }
   return out;
@@ -232,17 +232,17 @@ std::vector<std::string> CbsLines(const CbsSection& s) {
   for (const CbsTrunkPoint& tp : s.points) {
     std::string line = tp.point.reading;
     if (tp.b_simple && !tp.point.censored) {
-      line += fmt::format(" B_simple there is {} ({:.2g}x).", FormatNumber(*tp.b_simple),
-                          *tp.b_simple / tp.point.b_crit.value);
+      line += fmt::format(" B_simple there is {} ({}x).", FormatNumber(*tp.b_simple),
+                          FormatNumber(*tp.b_simple / tp.point.b_crit.value, 2));
     }
     out.push_back(line);
   }
   if (s.schedule && s.schedule->batches.size() > 1) {
     out.push_back(fmt::format(
-        "Following the curve, the batch grows from {} to {}: {} steps instead of {} ({:.0f}% "
+        "Following the curve, the batch grows from {} to {}: {} steps instead of {} ({} "
         "fewer, predicted).",
         s.schedule->batches.front(), s.schedule->batches.back(), s.schedule->steps,
-        s.schedule->constant_steps, 100 * s.schedule->saving));
+        s.schedule->constant_steps, WholePercent(s.schedule->saving)));
     const run_values::BatchSchedule run = ToRunSchedule(*s.schedule);
     out.push_back(fmt::format(
         "To measure it, run the trunk's config with \"batch_size\": {}, \"batch_schedule\": "

@@ -97,8 +97,9 @@ std::vector<Table> CritTables(const CritSection& crit) {
       "interval); RMS relative residual {}.",
       f.points, f.batch_sizes, ProsePercent(f.rms_relative_residual)));
   if (f.b_crit.available()) {
-    fit.notes.push_back(fmt::format("{:.0f}% interval: {} ({} resamples).",
-                                    100 * f.b_crit.confidence, f.b_crit.method, f.resamples));
+    fit.notes.push_back(fmt::format("{} interval: {} ({} resamples).",
+                                    WholePercent(f.b_crit.confidence), f.b_crit.method,
+                                    f.resamples));
   } else {
     fit.notes.push_back("Interval unavailable: " + f.b_crit.unavailable + ".");
   }

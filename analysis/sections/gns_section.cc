@@ -131,10 +131,10 @@ std::vector<Table> GnsTables(const GnsSection& gns, const StudyOptions& options)
   }
   t.notes.push_back(fmt::format(
       "B_simple = tr(Sigma)/|G|^2 from the unbiased two-batch estimates (McCandlish et al. 2018, "
-      "App. A): ratio of their means over {}, {:.0f}% moving-block bootstrap interval over steps "
+      "App. A): ratio of their means over {}, {} moving-block bootstrap interval over steps "
       "({} resamples); smoothed_end = ratio of the debiased EMAs (beta={}) at the window's last "
       "step.",
-      Window(options), 100 * options.confidence, options.resamples, options.beta));
+      Window(options), WholePercent(options.confidence), options.resamples, options.beta));
   if (gns.median) {
     t.notes.push_back(fmt::format("Sweep B_simple: median {} over the runs (range {} to {}).",
                                   ProseNumber(*gns.median), ProseNumber(*gns.min),

@@ -185,9 +185,11 @@ std::string LrRecommendation(const LrSection& s, int64_t batch) {
         "search it at this batch size.",
         batch, law->peak_batch);
   }
-  std::string law_text = fmt::format("η_opt = {}·B^{:.3g}", FormatNumber(law->c), law->alpha.value);
+  std::string law_text =
+      fmt::format("η_opt = {}·B^{}", FormatNumber(law->c), FormatNumber(law->alpha.value, 3));
   if (law->alpha.available()) {
-    law_text += fmt::format(", α [{:.3g}, {:.3g}]", law->alpha.low, law->alpha.high);
+    law_text += fmt::format(", α [{}, {}]", FormatNumber(law->alpha.low, 3),
+                            FormatNumber(law->alpha.high, 3));
   }
   std::string rule;
   if (smallest != nullptr && smallest->batch_size != batch) {

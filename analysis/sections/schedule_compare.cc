@@ -116,9 +116,8 @@ ScheduleRow RowOf(const std::vector<const RunData*>& runs, const std::optional<T
   }
   MeanSd(losses, &row.final_loss, &row.final_loss_sd);
   MeanSd(tests, &row.final_test_loss, &row.final_test_loss_sd);
-  std::optional<double> unused;
-  MeanSd(targets, &row.target_step, &unused);
-  MeanSd(target_samples, &row.target_samples, &unused);
+  MeanSd(targets, &row.target_step, &row.target_step_sd);
+  MeanSd(target_samples, &row.target_samples, &row.target_samples_sd);
   row.reached = static_cast<int>(targets.size());
   return row;
 }
@@ -128,8 +127,21 @@ std::string FewerOrMore(double ours, double theirs) {
                         : WholePercent(ours / theirs - 1) + " more";
 }
 
-std::string MeanText(const std::optional<double>& mean, const std::optional<double>& sd) {
-  return sd ? FormatNumber(*mean) + " ± " + FormatNumber(*sd, 2) : FormatNumber(*mean);
+// A mean loss over seeds, "± sd" (2 digits) where there is one (`*sd_shown` then set).
+std::string LossText(const std::optional<double>& mean, const std::optional<double>& sd,
+                     bool* sd_shown) {
+  if (!sd) return FormatNumber(*mean);
+  *sd_shown = true;
+  return FormatNumber(*mean) + " ± " + FormatNumber(*sd, 2);
+}
+
+// Mean steps or samples to the target over seeds (`significant` digits), "± sd" in a sentence's
+// plain digits ("7040 ± 2300", never "2.3e+03") where there is one (`*sd_shown` then set).
+std::string CountText(const std::optional<double>& mean, const std::optional<double>& sd,
+                      bool* sd_shown, int significant) {
+  if (!sd) return FormatNumber(*mean, significant);
+  *sd_shown = true;
+  return FormatNumber(*mean, significant) + " ± " + ProseNumber(*sd);
 }
 
 }  // namespace
@@ -167,6 +179,7 @@ ScheduleSection CompareSchedules(const SweepData& sweep, int smooth_steps) {
     for (const ScheduleRow& c : constant) {
       if (c.steps <= 0 || s.steps <= 0) continue;
       std::string line;
+      bool sd_shown = false;
       if (c.samples == s.samples) {
         line = fmt::format("{} took {} steps to {} samples, {} than {} ({} steps)", s.label,
                            s.steps, s.samples,
@@ -174,23 +187,26 @@ ScheduleSection CompareSchedules(const SweepData& sweep, int smooth_steps) {
                            c.label, c.steps);
         if (s.final_loss && c.final_loss) {
           line += fmt::format("; final train loss {} against {}",
-                              MeanText(s.final_loss, s.final_loss_sd),
-                              MeanText(c.final_loss, c.final_loss_sd));
+                              LossText(s.final_loss, s.final_loss_sd, &sd_shown),
+                              LossText(c.final_loss, c.final_loss_sd, &sd_shown));
         }
         if (s.final_test_loss && c.final_test_loss) {
           line += fmt::format(", test loss {} against {}",
-                              MeanText(s.final_test_loss, s.final_test_loss_sd),
-                              MeanText(c.final_test_loss, c.final_test_loss_sd));
+                              LossText(s.final_test_loss, s.final_test_loss_sd, &sd_shown),
+                              LossText(c.final_test_loss, c.final_test_loss_sd, &sd_shown));
         }
       }
       if (s.target_step && c.target_step) {
         line +=
             fmt::format("{}to the target: {} steps against {} ({})",
-                        line.empty() ? s.label + " " : "; ", FormatNumber(*s.target_step),
-                        FormatNumber(*c.target_step), FewerOrMore(*s.target_step, *c.target_step));
+                        line.empty() ? s.label + " " : "; ",
+                        CountText(s.target_step, s.target_step_sd, &sd_shown, 4),
+                        CountText(c.target_step, c.target_step_sd, &sd_shown, 4),
+                        FewerOrMore(*s.target_step, *c.target_step));
         if (s.target_samples && c.target_samples) {
-          line += fmt::format(", {:.5g} samples against {:.5g} ({})", *s.target_samples,
-                              *c.target_samples,
+          line += fmt::format(", {} samples against {} ({})",
+                              CountText(s.target_samples, s.target_samples_sd, &sd_shown, 5),
+                              CountText(c.target_samples, c.target_samples_sd, &sd_shown, 5),
                               FewerOrMore(*s.target_samples, *c.target_samples));
         }
         if (s.reached < s.seeds || c.reached < c.seeds) {
@@ -199,8 +215,11 @@ ScheduleSection CompareSchedules(const SweepData& sweep, int smooth_steps) {
         }
       }
       if (!line.empty()) {
-        const int seeds = std::min(s.seeds, c.seeds);
-        out.readings.push_back(line + (seeds > 1 ? fmt::format(" (mean ± sd over seeds).") : "."));
+        // Say what the figures are: "± sd" only where one is shown.
+        const char* over_seeds = sd_shown                             ? " (mean ± sd over seeds)."
+                                 : std::max(s.seeds, c.seeds) > 1 ? " (mean over seeds)."
+                                                                  : ".";
+        out.readings.push_back(line + over_seeds);
       }
     }
   }

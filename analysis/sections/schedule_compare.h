@@ -30,8 +30,10 @@ struct ScheduleRow {
   int64_t steps = 0;    // steps trained (the most over its runs)
   int64_t samples = 0;  // samples seen then
   // Mean first step meeting the target, and the mean samples seen by then, over the runs that
-  // met it (and how many did: fewer than `seeds` makes both means over those runs only).
-  std::optional<double> target_step, target_samples;
+  // met it (and how many did: fewer than `seeds` makes both means over those runs only), with
+  // their sample standard deviations (none below two such runs).
+  std::optional<double> target_step, target_step_sd;
+  std::optional<double> target_samples, target_samples_sd;
   int reached = 0;
   // Mean and sample standard deviation over seeds: the mean of the last `smooth_steps` step
   // losses of a run, and its last evaluation's test loss.

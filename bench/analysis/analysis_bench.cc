@@ -25,6 +25,7 @@
 
 #include "analysis/report/report.h"
 #include "analysis/data/sweep_data.h"
+#include "base/elapsed.h"
 #include "results/database.h"
 #include "results/schema.h"
 #include "results/store.h"
@@ -33,10 +34,6 @@ namespace {
 
 using namespace batchlab;
 using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // CPU seconds of this process: unlike wall time, not inflated by other jobs on a shared machine.
 double CpuSeconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
@@ -195,7 +192,7 @@ void Build(const std::string& path, int runs) {
   BENCH_CHECK(db.Exec("COMMIT"));
   BENCH_CHECK(db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"));
   fmt::print("built {}: {} runs, {} metric rows in {:.1f} s\n", path, planned.size(), rows,
-             Seconds(t0));
+             SecondsSince(t0));
 }
 
 // The baseline loader: one query per run through the run_metrics view, every metric kept.
@@ -300,13 +297,13 @@ int main(int argc, char** argv) {
   load.metrics = analysis::AnalysisMetrics("test_accuracy");
   auto sweep = analysis::LoadSweep(path, "big", load);
   BENCH_CHECK(sweep.status());
-  const double load_s = Seconds(t0);
+  const double load_s = SecondsSince(t0);
   const double load_cpu = CpuSeconds() - c0;
   auto t1 = Clock::now();
   auto study = analysis::RunStudy(*sweep, opt);
   BENCH_CHECK(study.status());
-  const double study_s = Seconds(t1);
-  const double total_s = Seconds(t0);
+  const double study_s = SecondsSince(t1);
+  const double total_s = SecondsSince(t0);
   const double total_cpu = CpuSeconds() - c0;
   int64_t values = 0;
   for (const auto& r : sweep->runs) {
@@ -332,12 +329,12 @@ int main(int argc, char** argv) {
   auto t2 = Clock::now();
   const double c2 = CpuSeconds();
   analysis::SweepData naive = LoadPerRun(path, "big");
-  const double naive_load_s = Seconds(t2);
+  const double naive_load_s = SecondsSince(t2);
   const double naive_load_cpu = CpuSeconds() - c2;
   auto t3 = Clock::now();
   auto naive_study = analysis::RunStudy(naive, opt);
   BENCH_CHECK(naive_study.status());
-  const double naive_total_s = naive_load_s + Seconds(t3);
+  const double naive_total_s = naive_load_s + SecondsSince(t3);
   const double naive_total_cpu = CpuSeconds() - c2;
   int64_t naive_values = 0;
   for (const auto& r : naive.runs) {

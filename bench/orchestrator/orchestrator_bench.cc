@@ -25,6 +25,7 @@
 #include <boost/process.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/elapsed.h"
 #include "orchestrator/process/captured_command.h"
 #include "orchestrator/spec/expansion.h"
 #include "orchestrator/launch/local_launcher.h"
@@ -37,10 +38,6 @@ namespace orch = batchlab::orchestrator;
 namespace fs = boost::filesystem;
 
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 double CpuSeconds() {
   rusage u{};
@@ -55,7 +52,7 @@ double BareMpirun(const std::string& runner, const std::string& cfg, int reps,
   std::vector<std::string> argv = {"mpirun", "-np", "1", "--bind-to", "none"};
   if (geteuid() == 0) argv.push_back("--allow-run-as-root");
   argv.insert(argv.end(), {runner, "--config", cfg});
-  double start = Now();
+  double start = batchlab::SteadySeconds();
   for (int i = 0; i < reps; ++i) {
     auto r = orch::RunCapturedCommand(argv, env);
     if (!r.ok() || r->exit_code != 0) {
@@ -63,7 +60,7 @@ double BareMpirun(const std::string& runner, const std::string& cfg, int reps,
       return -1;
     }
   }
-  return (Now() - start) / reps;
+  return (batchlab::SteadySeconds() - start) / reps;
 }
 
 }  // namespace
@@ -130,9 +127,9 @@ int main(int argc, char** argv) {
   opts.tools.runner = *runner;
   opts.runs_dir = (dir / "runs").string();
   double cpu0 = CpuSeconds();
-  double t0 = Now();
+  double t0 = batchlab::SteadySeconds();
   auto out = orch::ExecuteSweep(*spec, *plan, **store, *launcher, opts);
-  double wall = Now() - t0;
+  double wall = batchlab::SteadySeconds() - t0;
   double cpu = CpuSeconds() - cpu0;
   if (!out.ok()) {
     fmt::print(stderr, "{}\n", out.status().message());

@@ -23,6 +23,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "base/elapsed.h"
 #include "results/database.h"
 #include "results/run_query.h"
 #include "results/schema.h"
@@ -34,10 +35,6 @@ namespace batchlab::results {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // One figure as a JSON line for bench/run (format: bench/README.md).
 void PrintRow(const nlohmann::json& row) {
   fmt::print("{}\n", row.dump());
@@ -102,7 +99,7 @@ double NaiveIngest(const std::string& db_path, const std::string& metrics_path, 
   size_t cap = 0;
   int64_t values = 0;
   const auto t0 = Clock::now();
-  while (getline(&line, &cap, f) > 0 && Since(t0) < budget_seconds) {
+  while (getline(&line, &cap, f) > 0 && SecondsSince(t0) < budget_seconds) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || j["kind"] != "step") continue;
     for (const auto& [key, value] : j.items()) {
@@ -113,7 +110,7 @@ double NaiveIngest(const std::string& db_path, const std::string& metrics_path, 
       ++values;
     }
   }
-  const double seconds = Since(t0);
+  const double seconds = SecondsSince(t0);
   std::free(line);
   std::fclose(f);
   *values_out = values;
@@ -140,7 +137,7 @@ void IngestBench(const std::string& dir, int lines, bool baselines) {
   auto t0 = Clock::now();
   const std::clock_t c0 = std::clock();
   IngestStats stats = Must(store->IngestMetrics("run1", 1, metrics));
-  const double seconds = Since(t0);
+  const double seconds = SecondsSince(t0);
   const double cpu_seconds = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
   auto again = Must(store->IngestMetrics("run1", 1, metrics));
   const bool ok = stats.values_stored == expected && again.values_stored == 0;
@@ -271,7 +268,7 @@ void BuildBigDatabase(const std::string& path, int runs, int rows_per_run, int64
 std::pair<double, int64_t> TimeQuery(Statement st, std::FILE* sink) {
   const auto t0 = Clock::now();
   const int64_t rows = Must(WriteRows(st, OutputFormat::kCsv, sink));
-  return {Since(t0), rows};
+  return {SecondsSince(t0), rows};
 }
 
 void QueryBench(const std::string& dir, int runs, int rows_per_run) {
@@ -282,7 +279,7 @@ void QueryBench(const std::string& dir, int runs, int rows_per_run) {
   BuildBigDatabase(path, runs, rows_per_run, &linear_big, &reached);
   fmt::print("\n== queries: {} runs, {} metric rows ({:.0f} MB), built in {:.1f} s\n", runs,
              static_cast<int64_t>(runs) * rows_per_run, std::filesystem::file_size(path) / 1e6,
-             Since(t0));
+             SecondsSince(t0));
   auto db = Must(OpenReadOnly(path));
   std::FILE* sink = std::fopen("/dev/null", "w");
   bool ok = true;

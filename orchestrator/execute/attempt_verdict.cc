@@ -5,6 +5,7 @@
 
 #include "base/run_protocol.h"
 #include "orchestrator/execute/failure_reason.h"
+#include "results/number_format.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -63,8 +64,8 @@ AttemptVerdict DecideAttempt(const AttemptReport& r) {
   v.retryable = true;
   if (r.timed_out) {  // 6
     v.state = RunState::kTimedOut;
-    v.message = fmt::format("timed out after {:.1f} s (resources.timeout_seconds = {})", r.seconds,
-                            r.timeout_seconds);
+    v.message = fmt::format("timed out after {} s (resources.timeout_seconds = {})",
+                            results::FixedNumber(r.seconds, 1), r.timeout_seconds);
     return v;
   }
   v.state = RunState::kFailed;  // 7

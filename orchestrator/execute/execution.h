@@ -68,6 +68,7 @@ class Execution {
   // execution_resume.cc
   Status AddRuns(const std::vector<size_t>& added);
   Status TakeUp(size_t i, const results::RunRecord* rec);
+  Status TakeUpEarlierVersions(size_t i);
 
   // execution_attempts.cc
   Status Launch(size_t i);

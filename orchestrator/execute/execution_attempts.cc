@@ -17,6 +17,7 @@
 #include "orchestrator/execute/attempt_verdict.h"
 #include "orchestrator/execute/execution.h"
 #include "orchestrator/launch/slurm_elastic.h"
+#include "results/number_format.h"
 
 namespace batchlab::orchestrator::execution {
 namespace {
@@ -253,7 +254,8 @@ Status Execution::Finish(InFlight a, const JobStatus& st, bool stopping) {
     ++out_.preempted;
     BATCHLAB_RETURN_IF_ERROR(Enqueue(a.index, now));
     Event(
-        fmt::format("run {} preempted after {:.1f} s; it resumes in a new attempt", r.id, seconds));
+        fmt::format("run {} preempted after {} s; it resumes in a new attempt", r.id,
+                    results::FixedNumber(seconds, 1)));
     return OkStatus();
   }
   const bool retryable = verdict.retryable;
@@ -266,12 +268,12 @@ Status Execution::Finish(InFlight a, const JobStatus& st, bool stopping) {
   }
   if (state == RunState::kStalled) {
     ++out_.stalled;
-    Event(fmt::format("run {} stalled after {:.1f} s", r.id, seconds));
+    Event(fmt::format("run {} stalled after {} s", r.id, results::FixedNumber(seconds, 1)));
     return OkStatus();
   }
   if (state == RunState::kPruned) {
     ++out_.pruned;
-    Event(fmt::format("run {} pruned after {:.1f} s", r.id, seconds));
+    Event(fmt::format("run {} pruned after {} s", r.id, results::FixedNumber(seconds, 1)));
     return OkStatus();
   }
   if (state == RunState::kCancelled) {
@@ -282,7 +284,8 @@ Status Execution::Finish(InFlight a, const JobStatus& st, bool stopping) {
   }
   if (state != RunState::kFailed && state != RunState::kTimedOut) {
     ++out_.succeeded;
-    Event(fmt::format("run {} {} in {:.1f} s", r.id, results::RunStateName(state), seconds));
+    Event(fmt::format("run {} {} in {} s", r.id, results::RunStateName(state),
+                      results::FixedNumber(seconds, 1)));
     return OkStatus();
   }
   return AfterFailure(a.index, state, message, retryable);
@@ -298,13 +301,14 @@ Status Execution::AfterFailure(size_t i, RunState state, const std::string& mess
     const double backoff = RetryDelay(slot.failures, spec_.resources.retry_backoff_seconds);
     BATCHLAB_RETURN_IF_ERROR(
         store_.RecordEvent(r.id, "retry",
-                           fmt::format("attempt {} {}; retry {} of {} in {:.1f} s", slot.attempt,
+                           fmt::format("attempt {} {}; retry {} of {} in {} s", slot.attempt,
                                        results::RunStateName(state), slot.failures,
-                                       spec_.resources.retries, backoff)));
+                                       spec_.resources.retries, results::FixedNumber(backoff, 1))));
     BATCHLAB_RETURN_IF_ERROR(store_.Transition(r.id, RunState::kPending, {}));
     BATCHLAB_RETURN_IF_ERROR(Enqueue(i, now_() + backoff));
-    Event(fmt::format("run {} {} ({}); retry {}/{} in {:.1f} s", r.id, results::RunStateName(state),
-                      first_line, slot.failures, spec_.resources.retries, backoff));
+    Event(fmt::format("run {} {} ({}); retry {}/{} in {} s", r.id, results::RunStateName(state),
+                      first_line, slot.failures, spec_.resources.retries,
+                      results::FixedNumber(backoff, 1)));
     return OkStatus();
   }
   ++out_.failed;

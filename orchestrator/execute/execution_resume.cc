@@ -64,17 +64,12 @@ Status Execution::AddRuns(const std::vector<size_t>& added) {
 
 // The resume logic, in one place: run i (kPlanned) as the database has it (`rec`; nullptr when
 // its config is a run of an earlier version of the sweep) becomes kDone (finished before, or
-// recovered from its end line), kHeld (a branch) or kQueued (never ran, or interrupted).
+// recovered from its end line, or a run of an earlier version), kHeld (a branch) or kQueued
+// (never ran, or interrupted).
 Status Execution::TakeUp(size_t i, const results::RunRecord* rec) {
   const PlannedRun& r = plan_.runs[i];
-  if (rec == nullptr) {
-    // The same config is already a run of an earlier version of this sweep.
-    BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
-    ++out_.skipped;
-    Event(fmt::format("run {} ({}) belongs to an earlier version of the sweep; not re-run", r.id,
-                      ParamsText(r.params, " ")));
-    return OkStatus();
-  }
+  if (rec == nullptr) return TakeUpEarlierVersions(i);
+
   table_.SetAttempt(i, rec->attempt);
   if (results::IsFinished(rec->state)) {
     BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
@@ -118,6 +113,28 @@ Status Execution::TakeUp(size_t i, const results::RunRecord* rec) {
     return table_.Transition(i, RunStage::kHeld);
   }
   return Enqueue(i, 0);
+}
+
+// Run i's config is already a run of an earlier version of this sweep, which keeps it (one row
+// per run id): this version does not run it, and counts it as finished only if it finished there.
+Status Execution::TakeUpEarlierVersions(size_t i) {
+  const PlannedRun& r = plan_.runs[i];
+  BATCHLAB_ASSIGN_OR_RETURN(std::optional<results::RunRecord> earlier, store_.FindRun(r.id));
+  if (!earlier) return InternalError(fmt::format("run {} is in no version of the sweep", r.id));
+  BATCHLAB_RETURN_IF_ERROR(table_.Transition(i, RunStage::kDone));
+  const std::string what = fmt::format("run {} ({}) belongs to an earlier version of the sweep",
+                                       r.id, ParamsText(r.params, " "));
+  if (results::IsFinished(earlier->state)) {
+    ++out_.skipped;
+    Event(fmt::format("{}, where it finished ({}); not re-run", what,
+                      results::RunStateName(earlier->state)));
+    return OkStatus();
+  }
+  ++out_.earlier_unfinished;
+  Event(fmt::format("{}, where it has not finished ({}); not run by this version: finish it by "
+                    "re-running that version's spec, or give this sweep another name",
+                    what, results::RunStateName(earlier->state)));
+  return OkStatus();
 }
 
 }  // namespace batchlab::orchestrator::execution

@@ -8,7 +8,7 @@
 //
 // A run's stage (RunStage) moves, within one call of ExecuteSweep:
 //   planned -> done       resumed finished (or recovered from its end line), or a run of an
-//                         earlier version of the sweep: skipped
+//                         earlier version of the sweep: not run (skipped if it finished there)
 //   planned -> held       a branch: it waits for its trunk's checkpoint
 //   planned -> queued     anything else (a run interrupted by a killed orchestrator included)
 //   held    -> queued     its trunk's checkpoint exists

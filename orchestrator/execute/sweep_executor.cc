@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <boost/filesystem.hpp>
 
+#include "base/elapsed.h"
 #include "orchestrator/execute/attempt_policies.h"
 #include "orchestrator/execute/execution.h"
 
@@ -18,10 +19,6 @@ namespace batchlab::orchestrator::execution {
 namespace {
 
 namespace fs = boost::filesystem;
-
-double SteadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -183,7 +180,8 @@ void Execution::ReportProgress(double now) {
   if (options_.progress == nullptr) return;
   ProgressCounts c;
   c.total = out_.total;
-  c.done = out_.skipped + out_.succeeded + out_.failed + out_.cancelled + out_.pruned;
+  c.done = out_.skipped + out_.earlier_unfinished + out_.succeeded + out_.failed +
+           out_.cancelled + out_.pruned;
   c.running = static_cast<int>(table_.in_flight().size());
   c.failed = out_.failed;
   c.waiting = static_cast<int>(queue_.size());

@@ -72,6 +72,9 @@ struct SweepOutcome {
   std::string extended;            // non-empty: the spec extended the version ("adds seeds [2]")
   int total = 0;                   // runs in the plan
   int skipped = 0;                 // already finished before this call
+  // Runs of an earlier version of the sweep (the same config: the same run) that have not
+  // finished there: not run by this version (docs/spec.md, "Run identity and spec versions").
+  int earlier_unfinished = 0;
   int succeeded = 0;               // completed, target_reached, budget_exhausted, diverged now
   int failed = 0;                  // failed or timed out after all retries
   int cancelled = 0;               // stopped by a stop request

@@ -11,18 +11,16 @@
 #include <boost/process/search_path.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/elapsed.h"
 #include "base/run_protocol.h"
 
 #include "orchestrator/process/captured_command.h"
 #include "orchestrator/launch/local_launcher.h"
 #include "orchestrator/launch/slurm_elastic.h"
+#include "results/number_format.h"
 
 namespace batchlab::orchestrator {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 std::string FieldOf(const std::string& text, const std::string& key) {
   std::string needle = key + "=";
@@ -82,11 +80,11 @@ class SlurmJob final : public Job {
       : job_id_(std::move(job_id)),
         poll_interval_(poll_interval),
         widening_(std::move(widening)),
-        submitted_(Now()) {}
+        submitted_(SteadySeconds()) {}
 
   JobStatus Poll() override {
     if (last_.done) return last_;
-    double now = Now();
+    double now = SteadySeconds();
     if (now - last_poll_ < poll_interval_) return last_;
     last_poll_ = now;
     std::optional<SlurmJobInfo> info;
@@ -153,8 +151,8 @@ class SlurmJob final : public Job {
                                  fmt::format("NumTasks={}", *nodes * widening_->ranks_per_node)});
     if (!r.ok() || r->exit_code != 0) return;
     widened_ = fmt::format(
-        "pending {:.0f} s ({}), {} node(s) idle: lowered to {} of {} nodes (slurm.elastic)",
-        Now() - submitted_, info.reason, *idle, *nodes, widening_->range.second);
+        "pending {} s ({}), {} node(s) idle: lowered to {} of {} nodes (slurm.elastic)",
+        results::FixedNumber(SteadySeconds() - submitted_, 0), info.reason, *idle, *nodes, widening_->range.second);
     widening_.reset();
   }
 

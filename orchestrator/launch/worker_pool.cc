@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
+#include "base/elapsed.h"
 #include "orchestrator/process/job_processes.h"
 #include "orchestrator/launch/local_launcher.h"
 
@@ -36,10 +37,6 @@ std::optional<int> ReadCode(const std::string& path) {
 nlohmann::json ReadJson(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in, nullptr, false);
-}
-
-double SteadySeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Appends the worker's own log to the attempt's: what the launcher (mpirun, slurmstepd) said when

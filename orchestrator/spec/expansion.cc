@@ -14,6 +14,7 @@
 #include "orchestrator/spec/config_schema.h"
 #include "orchestrator/spec/run_identity.h"
 #include "orchestrator/spec/run_length.h"
+#include "results/number_format.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -232,9 +233,9 @@ StatusOr<Plan> ExpandSpec(const Spec& spec, const ExpandOptions& options) {
   const long long max_runs = options.max_runs.value_or(spec.max_runs);
   if (total > kMaxPointsEnumerated) {
     return InvalidArgumentError(fmt::format(
-        "max_runs: the spec expands to {:.0f} points, more than batchlab enumerates ({}); "
+        "max_runs: the spec expands to {} points, more than batchlab enumerates ({}); "
         "shrink the axes",
-        static_cast<double>(total), kMaxPointsEnumerated));
+        results::FixedNumber(static_cast<double>(total), 0), kMaxPointsEnumerated));
   }
   plan.points = static_cast<long long>(total);
 

@@ -19,6 +19,7 @@
 #include "orchestrator/spec/run_identity.h"
 #include "orchestrator/spec/spec_reader.h"
 #include "orchestrator/spec/spec_sections.h"
+#include "results/number_format.h"
 
 namespace batchlab::orchestrator {
 namespace {
@@ -221,10 +222,10 @@ SpecStallDefault InferStallRule(const nlohmann::json& base) {
   }
   out.rule = std::make_pair(kDefaultStallEvals, chance);
   out.note = fmt::format(
-      "stall rule on by default: a run whose last {} evaluations of {} were all at chance ({:.4g} "
+      "stall rule on by default: a run whose last {} evaluations of {} were all at chance ({} "
       "on fashion-mnist's 10 classes) or worse is stopped as stalled; \"stall\": false turns it "
       "off",
-      kDefaultStallEvals, metric, chance);
+      kDefaultStallEvals, metric, results::FormatNumber(chance));
   return out;
 }
 

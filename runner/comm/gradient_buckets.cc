@@ -8,16 +8,10 @@
 
 #include <torch/torch.h>
 
+#include "base/elapsed.h"
 #include "runner/config/runner_error.h"
 
 namespace batchlab::runner {
-namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 std::vector<int64_t> GradientStrides(const torch::Tensor& param) {
   if (param.is_non_overlapping_and_dense()) return param.strides().vec();

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include "base/elapsed.h"
 #include "runner/config/run_config.h"
 #include "runner/config/runner_error.h"
 
@@ -116,9 +117,7 @@ double StepClock::Seconds(int from, int to) {
     }
   }
 #endif
-  return std::chrono::duration<double>(host_[static_cast<size_t>(to)] -
-                                       host_[static_cast<size_t>(from)])
-      .count();
+  return SecondsBetween(host_[static_cast<size_t>(from)], host_[static_cast<size_t>(to)]);
 }
 
 }  // namespace batchlab::runner

@@ -1,14 +1,9 @@
 // One-step-stale gradient averaging (see lagged_gradient.h).
 #include "runner/sync/lagged_gradient.h"
 
+#include "base/elapsed.h"
+
 namespace batchlab::runner {
-namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 LaggedGradient::LaggedGradient(int64_t numel, Communicator* comm,
                                std::chrono::milliseconds timeout, torch::TensorOptions options)

@@ -1,6 +1,7 @@
 // Averaging parameters and optimizer state across ranks (see parameter_average.h).
 #include "runner/sync/parameter_average.h"
 
+#include "base/elapsed.h"
 #include "runner/sync/flat_tensors.h"
 
 namespace batchlab::runner {
@@ -20,7 +21,7 @@ double ParameterAverage::Run(std::vector<torch::Tensor> params, std::vector<torc
   PackInto(all, buffer_);
   comm_.Allreduce(buffer_, ReduceOp::kAvg)->Wait(timeout_);
   UnpackFrom(buffer_, all);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return SecondsSince(start);
 }
 
 }  // namespace batchlab::runner

@@ -1,6 +1,7 @@
 // The collective sync modes' step exchanges (see step_exchange.h).
 #include "runner/sync/step_exchange.h"
 
+#include "base/elapsed.h"
 #include "runner/comm/gradient_buckets.h"
 #include "runner/optim/optimizer_factory.h"
 #include "runner/config/runner_error.h"
@@ -21,10 +22,6 @@ constexpr int64_t kStopSlot = 3;     // rank 0 saw the stop file -> > 0 on every
 constexpr int64_t kPreemptSlot = 4;  // a rank was signalled     -> > 0 on every rank
 constexpr int64_t kStatSlots = 5;
 
-double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
-
 // lag, local_sgd: the shared values in a tensor of their own, averaged over the ranks.
 class SharedValues {
  public:
@@ -33,7 +30,7 @@ class SharedValues {
             Clock::time_point now) {
     v_[kLossSlot] = static_cast<float>(local_loss);
     v_[kLocalSqSlot] = 0.0f;
-    v_[kElapsedSlot] = static_cast<float>(Seconds(start, now));
+    v_[kElapsedSlot] = static_cast<float>(SecondsBetween(start, now));
     v_[kStopSlot] = c.stop_requested() ? 1.0f : 0.0f;
     v_[kPreemptSlot] = c.preempt_requested() ? 1.0f : 0.0f;
   }
@@ -85,7 +82,7 @@ class AllreduceExchange : public StepExchange {
         in.measure
             ? static_cast<float>(c_.grad_squared_norm() / s / (in.loss_scale * in.loss_scale))
             : 0.0f;
-    extra[kElapsedSlot] = static_cast<float>(Seconds(in.start, in.computed) * s);
+    extra[kElapsedSlot] = static_cast<float>(SecondsBetween(in.start, in.computed) * s);
     extra[kStopSlot] = c_.stop_requested() ? static_cast<float>(s) : 0.0f;
     extra[kPreemptSlot] = c_.preempt_requested() ? static_cast<float>(s) : 0.0f;
     stats_.mutable_grad().copy_(host_stats_);
@@ -96,7 +93,7 @@ class AllreduceExchange : public StepExchange {
     r.loss = extra[kLossSlot];
     r.elapsed = extra[kElapsedSlot];
     r.gns_sq_small = static_cast<double>(extra[kLocalSqSlot]);
-    r.facts.wait_seconds = Seconds(in.computed, Clock::now());
+    r.facts.wait_seconds = SecondsSince(in.computed);
     return r;
   }
 
@@ -126,7 +123,7 @@ class LagExchange : public StepExchange {
     if (c_.world > 1) c_.comm->Allreduce(shared_.tensor(), ReduceOp::kAvg)->Wait(c_.timeout);
     double waited = 0;
     const torch::Tensor previous = lagged_.Exchange(in.grads, &waited);
-    r.facts.wait_seconds = Seconds(in.computed, Clock::now());
+    r.facts.wait_seconds = SecondsSince(in.computed);
     r.apply = previous.defined();
     if (r.apply) in.grads.copy_(previous);
     r.facts.staleness = r.apply ? 1 : 0;

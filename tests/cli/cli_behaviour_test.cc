@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/elapsed.h"
 #include "tests/support/synthetic_sweep.h"
 #include "tests/support/file_text.h"
 
@@ -324,8 +325,7 @@ TEST_F(CliBehaviourTest, SpecReadingStopsAtTheLimit) {
   // /dev/zero never ends: the limit must be checked while reading (it read 512 MiB, >10 s).
   const auto start = std::chrono::steady_clock::now();
   const Result r = Raw("sweep plan /dev/zero");
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = SecondsSince(start);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("more than the 16777216 bytes a spec may have"), std::string::npos)
       << r.err;

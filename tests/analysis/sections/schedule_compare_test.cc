@@ -1,5 +1,7 @@
 // analysis/sections/schedule_compare.h on a sweep built by hand: a scheduled run and two constant runs
 // whose steps, samples, target and losses are stated, so every figure has a known value.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "analysis/sections/schedule_compare.h"
@@ -92,14 +94,51 @@ TEST(ScheduleCompareTest, TargetSamplesAndSeedsThatMissedItAreStated) {
   EXPECT_EQ(s.rows[1].reached, 1);
   EXPECT_EQ(s.rows[1].target_samples, 384.0);  // 6 x 64, seed 1 only
   ASSERT_EQ(s.readings.size(), 1u);
-  EXPECT_NE(s.readings[0].find("to the target: 6 steps against 6 (0% fewer), 192 samples against "
-                               "384 (50% fewer) — means over the seeds that reached it only: 2 of "
-                               "2 and 1 of 2"),
+  // The schedule's two seeds met it at the same step (sd 0); the constant batch's one has none.
+  EXPECT_NE(s.readings[0].find("to the target: 6 ± 0 steps against 6 (0% fewer), 192 ± 0 samples "
+                               "against 384 (50% fewer) — means over the seeds that reached it "
+                               "only: 2 of 2 and 1 of 2 (mean ± sd over seeds)."),
             std::string::npos)
       << s.readings[0];
   const Table t = ScheduleTable(s);
   EXPECT_EQ(t.columns[6], "target_samples");
   EXPECT_EQ(t.rows[1][6], "384");
+}
+
+// A reading over seeds shows the sd of the steps and samples to the target it compares, so its
+// "(mean ± sd over seeds)" is true; one seed a side shows neither and says nothing of seeds.
+TEST(ScheduleCompareTest, TargetFiguresOverSeedsShowTheirSd) {
+  SweepData sweep;
+  sweep.target = "test_accuracy>=0.55";  // seed 1 meets it at step 6, seed 2 (+0.1) at step 5
+  for (int seed = 1; seed <= 2; ++seed) {
+    RunData sched = MakeRun(16, 8, 64, 64);  // 64 samples by step 4, then 64 a step
+    RunData constant = MakeRun(64, 8);
+    for (RunData* r : {&sched, &constant}) {
+      r->seed = seed;
+      r->params = {{"seed", std::to_string(seed)}};
+      for (double& v : r->metrics["test_accuracy"].values) v += 0.1 * (seed - 1);
+    }
+    sweep.scheduled.push_back(sched);
+    sweep.runs.push_back(constant);
+  }
+  const ScheduleSection s = CompareSchedules(sweep, 2);
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.rows[0].target_step, 5.5);
+  EXPECT_NEAR(*s.rows[0].target_step_sd, std::sqrt(0.5), 1e-12);     // steps 6 and 5
+  EXPECT_NEAR(*s.rows[0].target_samples_sd, std::sqrt(2048.0), 1e-9);  // samples 192 and 128
+  EXPECT_NEAR(*s.rows[1].target_samples_sd, std::sqrt(2048.0), 1e-9);  // 384 and 320
+  ASSERT_EQ(s.readings.size(), 1u);
+  EXPECT_EQ(s.readings[0],
+            "B=16→64@64 to the target: 5.5 ± 0.707 steps against 5.5 ± 0.707 (0% fewer), 160 ± "
+            "45.3 samples against 352 ± 45.3 (55% fewer) (mean ± sd over seeds).");
+
+  SweepData one = sweep;
+  one.scheduled.resize(1);
+  one.runs.resize(1);
+  const ScheduleSection single = CompareSchedules(one, 2);
+  ASSERT_EQ(single.readings.size(), 1u);
+  EXPECT_EQ(single.readings[0].find("±"), std::string::npos) << single.readings[0];
+  EXPECT_EQ(single.readings[0].find("seeds"), std::string::npos) << single.readings[0];
 }
 
 // Seeds of one configuration are pooled: mean and sample sd of their final losses.

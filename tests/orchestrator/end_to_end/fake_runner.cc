@@ -42,6 +42,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/elapsed.h"
 #include "base/launched_process.h"
 
 namespace {
@@ -60,10 +61,6 @@ bool Misbehaves(const char* what) {
 
 void SleepForever() {
   while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
-}
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 int ValidateBatch(const std::string& path) {
@@ -151,7 +148,7 @@ int main(int argc, char** argv) {
     if (rank == 0) metrics << text << std::flush;
   };
   line({{"kind", "start"},
-        {"time", Now()},
+        {"time", batchlab::UnixSeconds()},
         {"world_size", config.value("world_size", 1)},
         {"batch_size", config.value("batch_size", 0)}});
   const std::string stop_file =

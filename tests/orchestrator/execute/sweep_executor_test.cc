@@ -290,6 +290,34 @@ TEST_F(SweepExecutorTest, StopTerminatesRunningRunsAndLeavesWaitingOnesPending) 
   EXPECT_EQ(Query("SELECT count(*) FROM events WHERE kind = 'retry'"), 0);
 }
 
+// A run whose config two versions share stays a run of the first (docs/spec.md, "Run identity
+// and spec versions"): the new version does not run it, and counts it as skipped (already
+// finished) only when it finished there. Before the fix a never-run run of version 1 was counted
+// as finished.
+TEST_F(SweepExecutorTest, NewVersionCountsAnEarlierVersionsRunAsFinishedOnlyIfItFinished) {
+  Load("{}", "[32, 64]");
+  ASSERT_EQ(Execute().succeeded, 2);
+  // B=128 joins version 1 (more axis values extend it) but a stop at once leaves it never run.
+  Load("{}", "[32, 64, 128]");
+  options_.stop_requested = [] { return true; };
+  SweepOutcome extended = Execute();
+  EXPECT_EQ(extended.version, 1);
+  EXPECT_EQ(extended.attempts, 0);
+  options_.stop_requested = nullptr;
+  // Dropping B=32 changes the spec: version 2, whose B=64 and B=128 are version 1's runs.
+  Load("{}", "[64, 128, 256]");
+  options_.new_version = true;
+  SweepOutcome v2 = Execute();
+  EXPECT_EQ(v2.version, 2);
+  EXPECT_EQ(v2.skipped, 1);             // B=64, completed in version 1
+  EXPECT_EQ(v2.earlier_unfinished, 1);  // B=128, never run in version 1: not run, not finished
+  EXPECT_EQ(v2.succeeded, 1);           // B=256
+  EXPECT_EQ(v2.attempts, 1);
+  EXPECT_EQ(Query("SELECT count(*) FROM runs WHERE batch_size = 128 AND attempt = 0 AND state "
+                  "NOT IN ('completed', 'target_reached', 'budget_exhausted')"),
+            1);
+}
+
 // A run that wrote its end line and then hangs: before the fix it was recorded timed_out (its
 // outcome said completed) and retried.
 TEST_F(SweepExecutorTest, EndLineOutcomeWinsOverAHangAfterIt) {
