@@ -236,6 +236,10 @@ Field Declare() {
                   Num("warmup_epochs", 0)
                       .Def(0)
                       .Means("warmup in epochs (instead of warmup_steps)"),
+                  Num("warmup_start_fraction", 0, 1)
+                      .Means("the warmup's first LR as a fraction of the scaled LR, rising linearly "
+                             "to it (0: from zero); a warmup under rule none needs it (absent: "
+                             "from lr.base)"),
                   Enum("schedule", {"constant", "step", "cosine", "poly"})
                       .Def("constant")
                       .Means("decay after warmup"),

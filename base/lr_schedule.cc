@@ -32,6 +32,11 @@ std::string Validate(const LrConfig& c, int64_t global_batch, int64_t total_step
   if (c.warmup_epochs != 0 && steps_per_epoch <= 0) {
     return "lr.warmup_epochs: the number of steps per epoch is unknown; use lr.warmup_steps";
   }
+  if (c.warmup_start_fraction &&
+      (!std::isfinite(*c.warmup_start_fraction) || *c.warmup_start_fraction < 0 ||
+       *c.warmup_start_fraction > 1)) {
+    return "lr.warmup_start_fraction: must be in [0, 1]";
+  }
   const std::string& s = c.schedule;
   if (s != "constant" && s != "step" && s != "cosine" && s != "poly") {
     return "lr.schedule: unknown schedule \"" + s + "\"; use one of constant, step, cosine, poly";
@@ -93,10 +98,14 @@ StatusOr<LrSchedule> LrSchedule::Make(const LrConfig& config, int64_t global_bat
 
 double LrSchedule::At(int64_t step) const {
   step = std::max<int64_t>(step, 0);
-  // Gradual warmup (Goyal et al. 2017): from the base LR at step 0 to the scaled LR at step W.
+  // Gradual warmup (Goyal et al. 2017): from the base LR at step 0 (or the stated fraction of the
+  // scaled LR: the only warmup under rule none, whose scaled LR is the base) to the scaled LR at
+  // step W.
   if (step < warmup_steps_) {
     const double frac = static_cast<double>(step) / static_cast<double>(warmup_steps_);
-    return config_.base + (scaled_ - config_.base) * frac;
+    const double start =
+        config_.warmup_start_fraction ? scaled_ * *config_.warmup_start_fraction : config_.base;
+    return start + (scaled_ - start) * frac;
   }
   const std::string& s = config_.schedule;
   if (s == "constant") return scaled_;

@@ -1,5 +1,6 @@
 // The learning rate at every step: a base LR at a base batch size, scaled to the run's global
-// batch by a rule, warmed up linearly from the base LR, then decayed. No LibTorch: the runner
+// batch by a rule, warmed up linearly from the base LR (or from lr.warmup_start_fraction of the
+// scaled LR), then decayed. No LibTorch: the runner
 // trains by it, and the Python client's copy (clients/python/batchlab/lr.py) is kept equal to it
 // bit for bit by tests/clients/lr_parity_test.py.
 //
@@ -14,6 +15,7 @@
 #define BATCHLAB_BASE_LR_SCHEDULE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,8 @@ struct LrConfig {
   std::string rule = config::Default<std::string>("lr.rule");  // none | linear | sqrt
   int64_t warmup_steps = config::Default<int64_t>("lr.warmup_steps");
   double warmup_epochs = config::Default<double>("lr.warmup_epochs");  // converted with steps/epoch
+  // The warmup's first LR as a fraction of the scaled LR; nullopt (absent, no default): lr.base.
+  std::optional<double> warmup_start_fraction;
   std::string schedule = config::Default<std::string>("lr.schedule");
   std::vector<int64_t> milestones = config::Default<std::vector<int64_t>>("lr.milestones");
   double gamma = config::Default<double>("lr.gamma");

@@ -16,42 +16,79 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// One batch size's grid: increasing LR, each LR's seeds' steps.
+// One seed's score: its steps to the target (+inf: missed), a lower bound when it was pruned.
+struct SeedSteps {
+  double steps = 0;
+  bool censored = false;
+};
+
+// One batch size's grid: increasing LR, each LR's seeds.
 struct Grid {
   std::vector<double> lr, log_lr;
-  std::vector<std::vector<double>> steps;
+  std::vector<std::vector<SeedSteps>> seeds;
 };
 
-double MeanOrInf(const std::vector<double>& v) {
+// An LR's score: the mean over its seeds (+inf if one missed), a lower bound of the mean when a
+// seed was pruned (its steps are a lower bound).
+struct Score {
+  double mean = kInf;
+  bool censored = false;
+};
+Score ScoreOf(const std::vector<SeedSteps>& v) {
+  Score out;
   double s = 0;
-  for (double x : v) {
-    if (!std::isfinite(x)) return kInf;
-    s += x;
+  for (const SeedSteps& x : v) {
+    if (!std::isfinite(x.steps)) return out;
+    s += x.steps;
+    out.censored = out.censored || x.censored;
   }
-  return v.empty() ? kInf : s / static_cast<double>(v.size());
+  if (!v.empty()) out.mean = s / static_cast<double>(v.size());
+  return out;
 }
 
-// The grid's best (fewest mean steps; a tie keeps the smaller LR) and, when both neighbours have
-// a finite score, the vertex of the parabola through the three points (in log η). -1: none.
+// Whether score a ranks before b: fewer mean steps; on a tie a score that is exact ranks before a
+// lower bound (the bound's true mean is at least as large), else the earlier (smaller) LR stays.
+// `bounds_last`: every exact score ranks before every lower bound (a bootstrap replicate, below).
+bool Before(const Score& a, const Score& b, bool bounds_last) {
+  if (bounds_last && a.censored != b.censored) return b.censored;
+  return a.mean < b.mean || (a.mean == b.mean && !a.censored && b.censored);
+}
+
+// The grid's best (fewest mean steps; a tie keeps the smaller LR) and, when it and both its
+// neighbours have an exact finite score, the vertex of the parabola through the three points (in
+// log η). A censored score (a pruned seed) takes part with its lower bound: pruning stopped that
+// LR once the bound exceeded another configuration's mean, so it loses to that one here too; it
+// is never a neighbour of the vertex (its value is only bounded). -1: none. `exact`: the best
+// among the LRs whose seeds all reached the target (-1: none). In a bootstrap replicate
+// (`bounds_last`) an LR that drew a pruned seed ranks after every LR whose drawn seeds all reached
+// the target: pruning proved its mean slower on the seeds it saw, and a drawn bound alone (0 for a
+// seed pruned before it started) says nothing more; its own reached seeds, drawn alone, still
+// make it a candidate.
 struct Best {
   int index = -1;
+  int exact = -1;
   std::optional<double> vertex;
 };
-Best BestOf(const std::vector<double>& x, const std::vector<double>& y) {
+Best BestOf(const std::vector<double>& x, const std::vector<Score>& y, bool bounds_last = false) {
   Best b;
   for (size_t i = 0; i < y.size(); ++i) {
-    if (std::isfinite(y[i]) && (b.index < 0 || y[i] < y[static_cast<size_t>(b.index)])) {
+    if (!std::isfinite(y[i].mean)) continue;
+    if (b.index < 0 || Before(y[i], y[static_cast<size_t>(b.index)], bounds_last)) {
       b.index = static_cast<int>(i);
+    }
+    if (!y[i].censored && (b.exact < 0 || Before(y[i], y[static_cast<size_t>(b.exact)], false))) {
+      b.exact = static_cast<int>(i);
     }
   }
   const auto i = static_cast<size_t>(b.index);
-  if (b.index <= 0 || i + 1 >= y.size() || !std::isfinite(y[i - 1]) || !std::isfinite(y[i + 1])) {
+  const auto usable = [&y](size_t j) { return std::isfinite(y[j].mean) && !y[j].censored; };
+  if (b.index <= 0 || i + 1 >= y.size() || !usable(i - 1) || !usable(i) || !usable(i + 1)) {
     return b;
   }
   // Vertex of the parabola through (x0,y0), (x1,y1), (x2,y2) (Press et al., Numerical Recipes,
   // 3rd ed., §10.3, eq. 10.3.1); with y1 the lowest it lies between the midpoints of the cells.
   const double x0 = x[i - 1], x1 = x[i], x2 = x[i + 1];
-  const double y0 = y[i - 1], y1 = y[i], y2 = y[i + 1];
+  const double y0 = y[i - 1].mean, y1 = y[i].mean, y2 = y[i + 1].mean;
   const double num = (x1 - x0) * (x1 - x0) * (y1 - y2) - (x1 - x2) * (x1 - x2) * (y1 - y0);
   const double den = (x1 - x0) * (y1 - y2) - (x1 - x2) * (y1 - y0);
   if (den != 0) b.vertex = x1 - 0.5 * num / den;
@@ -103,33 +140,37 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
     b.batch_size = batch;
     b.lrs = static_cast<int>(g.log_lr.size());
     b.seeds = std::numeric_limits<int>::max();
-    std::vector<double> means;
-    for (const std::vector<double>& s : g.steps) {
-      means.push_back(MeanOrInf(s));
+    std::vector<Score> scores;
+    for (const std::vector<SeedSteps>& s : g.seeds) {
+      scores.push_back(ScoreOf(s));
       b.seeds = std::min(b.seeds, static_cast<int>(s.size()));
+      for (const SeedSteps& x : s) b.pruned += x.censored ? 1 : 0;
     }
-    const Best best = BestOf(g.log_lr, means);
-    b.reached = best.index >= 0;
+    const Best best = BestOf(g.log_lr, scores);
+    // An LR whose seeds all reached the target is needed: a best that is only a lower bound
+    // (pruned against a configuration outside this law's group) is not a measured optimum alone.
+    b.reached = best.exact >= 0;
     std::vector<double> reps_here;
     if (b.reached) {
       const auto i = static_cast<size_t>(best.index);
       b.grid_lr = g.lr[i];
-      b.best_steps = means[i];
+      b.best_steps = scores[i].mean;
+      b.censored = scores[i].censored;
       b.at_low_edge = i == 0;
       b.at_high_edge = i + 1 == g.log_lr.size();
       b.interpolated = best.vertex.has_value();
       const double point = best.vertex.value_or(g.log_lr[i]);
-      std::vector<double> rep_means(means.size());
+      std::vector<Score> rep_scores(scores.size());
       for (size_t r = 0; r < reps; ++r) {
         double value;
         if (b.seeds >= 2) {
-          for (size_t j = 0; j < g.steps.size(); ++j) {
-            const std::vector<double>& s = g.steps[j];
-            double sum = 0;
-            for (size_t k = 0; k < s.size(); ++k) sum += s[rs.Index(s.size())];
-            rep_means[j] = std::isfinite(sum) ? sum / static_cast<double>(s.size()) : kInf;
+          for (size_t j = 0; j < g.seeds.size(); ++j) {
+            const std::vector<SeedSteps>& s = g.seeds[j];
+            std::vector<SeedSteps> drawn;
+            for (size_t k = 0; k < s.size(); ++k) drawn.push_back(s[rs.Index(s.size())]);
+            rep_scores[j] = ScoreOf(drawn);
           }
-          const Best rb = BestOf(g.log_lr, rep_means);
+          const Best rb = BestOf(g.log_lr, rep_scores, /*bounds_last=*/true);
           if (rb.index < 0) {
             value = point;
           } else if (rb.vertex) {
@@ -152,10 +193,13 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
                                                        b.seeds - 1)
                           : PercentileInterval(std::exp(point), lr_reps, options.confidence);
       // The grid's resolution bounds what the grid alone says: the interval holds at least the
-      // best's cell (the vertex is a model of the curve between grid points).
-      const auto [cell_lo, cell_hi] = Cell(g.log_lr, i);
-      b.lr.low = std::min(b.lr.low, std::exp(cell_lo));
-      b.lr.high = std::max(b.lr.high, std::exp(cell_hi));
+      // best's cell (the vertex is a model of the curve between grid points); a best that is only
+      // a lower bound also holds the cell of the best LR whose seeds all reached the target.
+      for (const size_t c : {i, static_cast<size_t>(best.exact)}) {
+        const auto [cell_lo, cell_hi] = Cell(g.log_lr, c);
+        b.lr.low = std::min(b.lr.low, std::exp(cell_lo));
+        b.lr.high = std::max(b.lr.high, std::exp(cell_hi));
+      }
       b.lr.method = b.seeds >= 2 ? "bootstrap over seeds, and at least the LR grid's cell"
                                  : "the LR grid's resolution (one seed)";
       if (b.lrs < 2) b.lr.MarkUnavailable("one LR tried at this batch size: no optimum to locate");
@@ -166,11 +210,11 @@ LrLaw EstimateOne(const std::string& others, const std::map<int64_t, Grid>& grid
     rep_log_lr.push_back(std::move(reps_here));
   }
 
-  // Interior points: usable for the peak and the fit.
+  // Interior points: usable for the peak and the fit (not a best that is only a lower bound).
   std::vector<size_t> interior;
   for (size_t i = 0; i < law.per_batch.size(); ++i) {
     const BestLr& b = law.per_batch[i];
-    if (b.reached && !b.at_low_edge && !b.at_high_edge) interior.push_back(i);
+    if (b.reached && !b.censored && !b.at_low_edge && !b.at_high_edge) interior.push_back(i);
   }
   size_t peak_pos = interior.size();  // position in `interior`
   if (interior.size() >= 2) {
@@ -267,7 +311,8 @@ std::optional<double> LrLaw::LrAt(int64_t batch) const {
 }
 
 std::vector<LrTrial> LrTrialsOf(const std::vector<RunData>& runs,
-                                const std::vector<TargetHit>& hits, const std::string& path) {
+                                const std::vector<TargetHit>& hits, const Target& target,
+                                const std::string& path) {
   std::vector<LrTrial> out;
   for (size_t i = 0; i < runs.size() && i < hits.size(); ++i) {
     const auto it = runs[i].params.find(path);
@@ -281,8 +326,16 @@ std::vector<LrTrial> LrTrialsOf(const std::vector<RunData>& runs,
       case HitStatus::kDiverged:
         t.steps = kInf;
         break;
+      case HitStatus::kPruned: {
+        // It had not met the target by its last evaluation, so its first hit lies past it: the
+        // bound pruning itself sums (docs/spec.md "Pruning"; 0 if it never logged the metric).
+        const Series* m = runs[i].Metric(target.metric);
+        t.steps = m != nullptr && !m->empty() ? static_cast<double>(m->steps.back() + 1) : 0.0;
+        t.censored = true;
+        break;
+      }
       default:
-        continue;  // unfinished, failed, pruned, stalled: no score
+        continue;  // unfinished, failed, stalled, no metric: no score
     }
     t.others = ConfigKey(runs[i], {"batch_size", "seed", path});
     t.batch_size = runs[i].batch_size;
@@ -300,18 +353,20 @@ StatusOr<std::vector<LrLaw>> EstimateLrLaws(const std::vector<LrTrial>& trials,
         "no finished run with an LR: the LR law needs runs at several LRs per batch size (an LR "
         "grid such as \"lr.base\": [...], or an lr_search)");
   }
-  // others -> batch -> LR -> steps of its seeds
-  std::map<std::string, std::map<int64_t, std::map<double, std::vector<double>>>> groups;
-  for (const LrTrial& t : trials) groups[t.others][t.batch_size][t.lr].push_back(t.steps);
+  // others -> batch -> LR -> its seeds
+  std::map<std::string, std::map<int64_t, std::map<double, std::vector<SeedSteps>>>> groups;
+  for (const LrTrial& t : trials) {
+    groups[t.others][t.batch_size][t.lr].push_back({t.steps, t.censored});
+  }
   std::vector<LrLaw> out;
   for (const auto& [others, batches] : groups) {
     std::map<int64_t, Grid> grids;
     for (const auto& [batch, lrs] : batches) {
       Grid& g = grids[batch];
-      for (const auto& [lr, steps] : lrs) {
+      for (const auto& [lr, seeds] : lrs) {
         g.lr.push_back(lr);
         g.log_lr.push_back(std::log(lr));
-        g.steps.push_back(steps);
+        g.seeds.push_back(seeds);
       }
     }
     out.push_back(EstimateOne(others, grids, options));

@@ -7,7 +7,10 @@
 //
 // Per batch size, each LR's score is its mean over seeds of the steps to the target (Shallue et
 // al. 2018: the best LR is the one reaching the target in the fewest steps; an LR with a seed
-// that missed it scores +inf). The best LR is the vertex of the parabola in log η through the
+// that missed it scores +inf). A pruned seed is a censored observation: its steps are at least
+// the step it was stopped after, so its LR's mean is a lower bound — the bound exact pruning
+// proved greater than another configuration's mean — and the LR never wins on a seed that
+// pruning stopped (docs/methods.md §11). The best LR is the vertex of the parabola in log η through the
 // grid's best and its two neighbours (parabolic interpolation, Press et al., Numerical Recipes
 // §10.3); when a neighbour is missing or missed the target, it is the grid's best and the LR grid's
 // resolution is its uncertainty (the cell between the midpoints, in log η, to its neighbours);
@@ -16,7 +19,7 @@
 // resampled, the vertex recomputed, a cell draw uniform in log η; with one seed per LR only the
 // grid's resolution is left (the cell).
 //
-//   std::vector<LrTrial> trials = LrTrialsOf(sweep.runs, target.hits, "lr.base");
+//   std::vector<LrTrial> trials = LrTrialsOf(sweep.runs, target.hits, target.target, "lr.base");
 //   BATCHLAB_ASSIGN_OR_RETURN(std::vector<LrLaw> laws, EstimateLrLaws(trials, LrLawOptions{}));
 //   for (const LrLaw& law : laws) fmt::print("{}\n", law.reading);
 #ifndef BATCHLAB_ANALYSIS_ESTIMATORS_LR_LAW_H_
@@ -42,12 +45,17 @@ struct LrTrial {
   double lr = 0;
   int64_t seed = 0;
   double steps = 0;
+  // Pruned: `steps` is a lower bound (its target metric's last logged step + 1, 0 if none):
+  // the run stopped before the target, which it would have met later if at all.
+  bool censored = false;
 };
 
 // The finished runs of `runs` with their LR at param `path` (e.g. "lr.base"); `hits` are
-// FindTargetHits(runs, target) in run order. Unfinished, failed and pruned runs are left out.
+// FindTargetHits(runs, target) in run order. Pruned runs are censored trials; unfinished,
+// failed and stalled runs are left out.
 std::vector<LrTrial> LrTrialsOf(const std::vector<RunData>& runs,
-                                const std::vector<TargetHit>& hits, const std::string& path);
+                                const std::vector<TargetHit>& hits, const Target& target,
+                                const std::string& path);
 
 struct LrLawOptions {
   int resamples = 2000;
@@ -58,10 +66,16 @@ struct LrLawOptions {
 struct BestLr {
   int64_t batch_size = 0;
   int lrs = 0;    // distinct LRs tried
-  int seeds = 0;  // the fewest seeds of an LR at this batch
+  int seeds = 0;  // the fewest seeds of an LR at this batch (pruned ones included)
+  int pruned = 0;  // seeds at this batch that were pruned (censored: steps at least their bound)
   bool reached = false;  // some LR reached the target with every seed
   double grid_lr = 0;    // the grid's best
   double best_steps = 0;
+  // The grid's best scores a lower bound (a pruned seed) below every LR whose seeds all reached
+  // the target: pruning compared it with a configuration outside this law's group, so it may or
+  // may not be the best here. Its interval then also holds the best complete LR's cell, and it
+  // is left out of the fit.
+  bool censored = false;
   Interval lr;           // the interpolated best LR and its interval
   bool interpolated = false;  // the parabola's vertex (else the grid's best)
   bool at_low_edge = false, at_high_edge = false;  // the smallest / largest LR tried

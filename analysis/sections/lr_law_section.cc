@@ -19,6 +19,7 @@ std::string Edge(const BestLr& b) {
   if (b.lrs < 2) return "one LR tried: no optimum";
   if (b.at_low_edge) return "smallest LR tried: optimum <= it";
   if (b.at_high_edge) return "largest LR tried: optimum >= it";
+  if (b.censored) return "a pruned seed's lower bound: not proved slower here";
   return b.interpolated ? "interpolated" : "grid";
 }
 
@@ -36,7 +37,7 @@ LrSection AnalyzeLr(const SweepData& sweep, const TargetSection& target,
   LrSection s;
   s.target = target.target.ToString();
   s.path = target.lr_search_path.empty() ? "lr.base" : target.lr_search_path;
-  const std::vector<LrTrial> trials = LrTrialsOf(sweep.runs, target.hits, s.path);
+  const std::vector<LrTrial> trials = LrTrialsOf(sweep.runs, target.hits, target.target, s.path);
   std::map<std::pair<std::string, int64_t>, std::set<double>> lrs;
   for (const LrTrial& t : trials) lrs[{t.others, t.batch_size}].insert(t.lr);
   for (const auto& [key, set] : lrs) s.varied = s.varied || set.size() >= 2;
@@ -64,7 +65,7 @@ std::vector<Table> LrTables(const LrSection& s) {
   Table per_b{"lr_law",
               "Best learning rate per batch size",
               {"others", "batch_size", "lrs", "seeds", "best_lr", "best_lr_low", "best_lr_high",
-               "grid_best_lr", "steps", "law_lr", "how"},
+               "grid_best_lr", "steps", "law_lr", "pruned", "how"},
               {},
               {}};
   Table fit{"lr_law_fit",
@@ -85,8 +86,9 @@ std::vector<Table> LrTables(const LrSection& s) {
            b.reached ? FormatNumber(b.lr.value) : "-",
            b.reached && b.lr.available() ? FormatNumber(b.lr.low) : "-",
            b.reached && b.lr.available() ? FormatNumber(b.lr.high) : "-",
-           b.reached ? FormatNumber(b.grid_lr) : "-", b.reached ? FormatNumber(b.best_steps) : "-",
-           at ? FormatNumber(*at) : "-", Edge(b)});
+           b.reached ? FormatNumber(b.grid_lr) : "-",
+           b.reached ? (b.censored ? ">=" : "") + FormatNumber(b.best_steps) : "-",
+           at ? FormatNumber(*at) : "-", std::to_string(b.pruned), Edge(b)});
     }
     fit.rows.push_back({law.others, law.fitted ? FormatNumber(law.c) : "-",
                         law.fitted ? FormatNumber(law.alpha.value) : "-",
@@ -100,7 +102,9 @@ std::vector<Table> LrTables(const LrSection& s) {
   }
   per_b.notes.push_back(fmt::format(
       "Per batch size, each value of {} scored by its mean steps to {} over seeds (an LR with a "
-      "seed that missed it: not a candidate); best_lr: the parabola's vertex in log LR through the "
+      "seed that missed it: not a candidate; a pruned seed counts as at least the step it stopped "
+      "after, so its LR's mean is a lower bound, never a vertex neighbour; pruned: such seeds); "
+      "best_lr: the parabola's vertex in log LR through the "
       "grid's best and its neighbours, else the grid's best; interval: {:s}; law_lr: c * B^alpha "
       "(docs/methods.md §11).",
       s.path, s.target,
@@ -128,6 +132,8 @@ nlohmann::json LrJson(const LrSection& s) {
                      {"high", b.reached && b.lr.available() ? Finite(b.lr.high) : nullptr},
                      {"grid_best_lr", b.reached ? Finite(b.grid_lr) : nullptr},
                      {"steps", b.reached ? Finite(b.best_steps) : nullptr},
+                     {"steps_lower_bound", b.censored},
+                     {"pruned_seeds", b.pruned},
                      {"interpolated", b.interpolated},
                      {"at_low_edge", b.at_low_edge},
                      {"at_high_edge", b.at_high_edge},

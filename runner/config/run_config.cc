@@ -138,6 +138,13 @@ const std::vector<Binding>& Bindings() {
           "lr.warmup_steps", [](auto& c) -> auto& { return c.lr.warmup_steps; }),
       Bind(
           "lr.warmup_epochs", [](auto& c) -> auto& { return c.lr.warmup_epochs; }),
+      // No default: absent keeps the warmup from lr.base (and every older run id).
+      {"lr.warmup_start_fraction",
+       [](const json& v, RunConfig& c) { c.lr.warmup_start_fraction = v.get<double>(); },
+       [](const RunConfig& c) -> std::optional<json> {
+         if (!c.lr.warmup_start_fraction) return std::nullopt;
+         return json(*c.lr.warmup_start_fraction);
+       }},
       Bind(
           "lr.schedule", [](auto& c) -> auto& { return c.lr.schedule; }),
       Bind(

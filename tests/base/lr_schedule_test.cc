@@ -47,6 +47,34 @@ TEST(LrScheduleTest, WarmupRisesLinearlyFromBaseToScaled) {
   EXPECT_DOUBLE_EQ(lr.At(99), 0.4);
 }
 
+TEST(LrScheduleTest, WarmupFromAStatedFractionOfTheScaledLr) {
+  // Rule none: without a start fraction the warmup goes from lr.base to lr.base (nothing).
+  LrConfig c = Base("none");
+  c.warmup_steps = 10;
+  EXPECT_EQ(Lr(c, 1024, 100).At(0), 0.1);
+  EXPECT_EQ(Lr(c, 1024, 100).At(5), 0.1);
+  c.warmup_start_fraction = 0.0;  // from zero: 0, 0.01, ..., 0.09, then 0.1
+  LrSchedule none = Lr(c, 1024, 100);
+  EXPECT_EQ(none.At(0), 0.0);
+  EXPECT_DOUBLE_EQ(none.At(3), 0.03);
+  EXPECT_DOUBLE_EQ(none.At(9), 0.09);
+  EXPECT_EQ(none.At(10), 0.1);
+  // Linear rule, 0.1 at 256 -> 0.4 at 1024, from a quarter of it: 0.1, 0.25 halfway, 0.4.
+  c = Base("linear");
+  c.warmup_steps = 10;
+  c.warmup_start_fraction = 0.25;
+  LrSchedule linear = Lr(c, 1024, 100);
+  EXPECT_DOUBLE_EQ(linear.At(0), 0.1);
+  EXPECT_DOUBLE_EQ(linear.At(5), 0.25);
+  EXPECT_EQ(linear.At(10), 0.4);
+  c.warmup_start_fraction = 1.0;  // from the scaled LR itself: constant
+  EXPECT_EQ(Lr(c, 1024, 100).At(3), 0.4);
+  c.warmup_start_fraction = 1.5;
+  StatusOr<LrSchedule> bad = LrSchedule::Make(c, 1024, 100);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "lr.warmup_start_fraction: must be in [0, 1]");
+}
+
 TEST(LrScheduleTest, WarmupInEpochsUsesStepsPerEpoch) {
   LrConfig c = Base("linear");
   c.warmup_epochs = 2;

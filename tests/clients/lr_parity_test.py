@@ -1,8 +1,9 @@
 """The client's learning rates and run length against the C++ runner's, value for value.
 
-LrParityTest: many configs (every rule, schedule and warmup, odd batch sizes, and configs the
-runner rejects) through tests/clients/lr_schedule_print.cc, which is base/lr_schedule.cc
-itself; the LRs must be identical to the last bit and the error messages the same.
+LrParityTest: many configs (every rule, schedule and warmup, a warmup from a fraction of the
+scaled LR, odd batch sizes, and configs the runner rejects) through
+tests/clients/lr_schedule_print.cc, which is base/lr_schedule.cc itself; the LRs must be
+identical to the last bit and the error messages the same.
 RunnerParityTest: the real batchlab-runner's start line (total_steps, steps_per_epoch) and the
 `lr` of its step lines for budgets in steps, epochs and samples.
 """
@@ -46,6 +47,8 @@ def cases(n=400, seed=7):
             lr["power"] = rng.choice([0.5, 1.0, 2.0, 3.3])
         if i % 50 == 0:
             lr["rule"] = "cubic"  # unknown: both must reject it
+        if i % 3 == 0:  # a warmup from a fraction of the scaled LR (1.5: both must reject it)
+            lr["warmup_start_fraction"] = [0, 0.0, 0.1, 0.37, 1, 1.5][(i // 3) % 6]
         out.append({"lr": lr, "batch_size": rng.choice([1, 8, 64, 96, 250, 4096]),
                     "total_steps": total, "steps_per_epoch": spe,
                     "steps": (total or 300) + 5})
@@ -118,8 +121,9 @@ class RunnerParityTest(TempDirTest):
         return lines[0], [l for l in lines if l["kind"] == "step"]
 
     def test_runner_start_line_and_lrs(self):
+        # The warmup starts from a fifth of the scaled LR (the runner reads the field).
         lr = {"base": 0.01, "base_batch_size": 32, "rule": "sqrt", "warmup_epochs": 0.5,
-              "schedule": "cosine", "final_lr_fraction": 0.1}
+              "warmup_start_fraction": 0.2, "schedule": "cosine", "final_lr_fraction": 0.1}
         for budget in ({"epochs": 1.5}, {"steps": 17, "epochs": 3}, {"samples": 1000}):
             with self.subTest(budget=budget):
                 start, steps = self.run_runner(budget, lr)
@@ -131,6 +135,7 @@ class RunnerParityTest(TempDirTest):
                 self.assertEqual(len(steps), total)
                 s = LrSchedule(dict(DEFAULTS, **lr), 48, total, spe)
                 self.assertEqual([l["lr"] for l in steps], [s.at(l["step"] - 1) for l in steps])
+                self.assertEqual(steps[0]["lr"], s.scaled * 0.2)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,9 @@ LrConfig ParseLr(const json& j) {
   c.rule = j.value("rule", c.rule);
   c.warmup_steps = j.value("warmup_steps", c.warmup_steps);
   c.warmup_epochs = j.value("warmup_epochs", c.warmup_epochs);
+  if (j.contains("warmup_start_fraction")) {
+    c.warmup_start_fraction = j.at("warmup_start_fraction").get<double>();
+  }
   c.schedule = j.value("schedule", c.schedule);
   c.milestones = j.value("milestones", c.milestones);
   c.gamma = j.value("gamma", c.gamma);

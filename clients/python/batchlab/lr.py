@@ -7,8 +7,9 @@ so the values agree to the last bit: tests/clients/lr_parity_test.py).
     s.scaled         # the peak LR after the rule
 
 Rules: none (base), linear (base * B / B0; Goyal et al. 2017), sqrt (base * sqrt(B / B0);
-Krizhevsky 2014, Hoffer et al. 2017). Gradual warmup from base to the scaled LR over
-warmup_steps (or round(warmup_epochs * steps_per_epoch)). Schedules: constant; step (gamma at
+Krizhevsky 2014, Hoffer et al. 2017). Gradual warmup from base (or, with warmup_start_fraction,
+from that fraction of the scaled LR) to the scaled LR over warmup_steps (or
+round(warmup_epochs * steps_per_epoch)). Schedules: constant; step (gamma at
 each milestone step); cosine and poly (from the scaled LR to scaled * final_lr_fraction at the
 last step).
 """
@@ -103,6 +104,10 @@ def _validate(c, global_batch, total, spe):
          "lr.warmup_epochs: set either lr.warmup_steps or lr.warmup_epochs, not both")
     need(c["warmup_epochs"] == 0 or spe > 0,
          "lr.warmup_epochs: the number of steps per epoch is unknown; use lr.warmup_steps")
+    f = c.get("warmup_start_fraction")
+    if f is not None:
+        need(_is_num(f), f"lr.warmup_start_fraction: {json.dumps(f)} must be a finite number")
+        need(0 <= f <= 1, "lr.warmup_start_fraction: must be in [0, 1]")
     s = c["schedule"]
     need(s in ("constant", "step", "cosine", "poly"),
          f'lr.schedule: unknown schedule "{s}"; use one of constant, step, cosine, poly')
@@ -152,7 +157,9 @@ class LrSchedule:
         step = max(step, 0)
         if step < self.warmup_steps:
             frac = float(step) / float(self.warmup_steps)
-            return base + (scaled - base) * frac
+            f = c.get("warmup_start_fraction")
+            start = base if f is None else scaled * float(f)
+            return start + (scaled - start) * frac
         s = c["schedule"]
         if s == "constant":
             return scaled
