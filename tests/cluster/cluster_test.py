@@ -54,7 +54,8 @@ PREFIX = os.environ.get("BATCHLAB_CLUSTER_PREFIX", "blc")
 WORK = os.environ["WORK"]
 ON = os.path.join(REPO, "scripts", "cluster", "on.sh")
 PYTHON = "/usr/bin/python3"
-ENV_PROGRAM = os.path.join(REPO, "tests", "orchestrator", "programs", "env_program.py")
+ENV_PROGRAM = os.path.join(REPO, "tests", "orchestrator", "end_to_end", "programs",
+                           "env_program.py")
 DDP_EXAMPLE = os.path.join(REPO, "examples", "pytorch-ddp", "train.py")
 N = int(open(os.path.join(STATE, "size")).read())
 
