@@ -1,8 +1,8 @@
 // The learning rate at every step: a base LR at a base batch size, scaled to the run's global
 // batch by a rule, warmed up linearly from the base LR (or from lr.warmup_start_fraction of the
-// scaled LR), then decayed. No LibTorch: the runner
-// trains by it, and the Python client's copy (clients/python/batchlab/lr.py) is kept equal to it
-// bit for bit by tests/clients/lr_parity_test.py.
+// scaled LR), then decayed. No LibTorch: the runner trains by it, and the Python client's copy
+// (clients/python/batchlab/lr.py) is kept equal to it bit for bit by
+// tests/clients/lr_parity_test.py.
 //
 //   LrConfig c{.base = 0.1, .base_batch_size = 256, .rule = "linear", .warmup_steps = 100};
 //   StatusOr<LrSchedule> lr = LrSchedule::Make(c, /*global_batch=*/4096, /*total_steps=*/1000);
