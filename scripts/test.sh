@@ -18,7 +18,11 @@ beside=${BATCHLAB_SANITIZE_BESIDE:-1}
 sanitize_pid=
 sanitize_log=build/sanitize.log
 if [ "$sanitize" = 1 ] && [ "$beside" = 1 ]; then
-  nice -n 19 bash scripts/sanitize.sh > "$sanitize_log" 2>&1 &
+  # Its own session, and that session's autogroup at the lowest priority: the kernel shares the CPU
+  # between autogroups first (sched_autogroup_enabled), and every sweep job runs in a session of
+  # its own (setsid), so a plain `nice` would give the sanitizer an equal share against each job.
+  setsid -w bash -c 'echo 19 > /proc/self/autogroup 2>/dev/null; exec nice -n 19 bash scripts/sanitize.sh' \
+    > "$sanitize_log" 2>&1 &
   sanitize_pid=$!
 fi
 rc=0
